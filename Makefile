@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# cube: top-level build.
+#
+#   make                 module, userspace programs, selftests
+#   make check           native unit tests, then the selftests in the VM harness
+#   make check NATIVE=1  native unit tests, then the selftests natively (root, real KVM)
+#   make vmtest [T=name] the selftests (or one test/group) in the VM harness
+#   make vmshell         an interactive shell in the same L1 machine
+#   make clean           back to the tree as cloned
+#
+# KDIR: the kernel build tree for cube.ko.  Default: the running kernel's, when
+# it exists, else the newest installed Debian cloud kernel's headers.
+
+TOP := $(CURDIR)
+export TOP
+
+# Kernel used by the VM harness (L1) and as the fallback for KDIR: read from
+# the installed files, not from the running kernel.
+VM_KVER ?= $(shell ls -1 /lib/modules 2>/dev/null | grep -- '-cloud-amd64$$' | sort -V | tail -n 1)
+VM_KDIR ?= /lib/modules/$(VM_KVER)/build
+export VM_KVER VM_KDIR
+
+RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
+KDIR ?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
+export KDIR
+
+USER_DIRS := selftests
+
+.PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
+	native-selftests clean help
+
+all: module userspace
+
+module modules:
+	@test -f $(KDIR)/Makefile || { echo "cube: no kernel build tree at '$(KDIR)' (install linux-headers-cloud-amd64 or set KDIR)" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(TOP) W=1 modules
+
+userspace: $(USER_DIRS)
+
+$(USER_DIRS):
+	$(MAKE) -C $@
+
+# Native unit tests of userspace code and of the uapi header.
+unit: userspace
+	$(MAKE) -C selftests unit
+
+ifeq ($(NATIVE),1)
+check: unit all
+	$(MAKE) -C selftests run_tests
+else
+check: unit vmtest
+endif
+
+vmtest:
+	$(MAKE) -C selftests/qemu run T='$(T)'
+
+vmshell:
+	$(MAKE) -C selftests/qemu shell
+
+help:
+	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1
+	for d in $(USER_DIRS) selftests/qemu; do $(MAKE) -C $$d clean; done
+	rm -rf build
