@@ -40,8 +40,15 @@ struct cube_version {
 	__u64 reserved;
 };
 
-/* ioctls on /dev/cube */
+/*
+ * ioctls on /dev/cube.  Numbers 0x00-0x0f: the device itself;
+ * 0x10-0x2f: sandboxes and pools; 0x30-0x4f: snapshots and clones.
+ */
 #define CUBE_IOC_VERSION	_IOR(CUBE_IOCTL_MAGIC, 0x00, struct cube_version)
+
+/* --- sandboxes and pools (0x10-0x2f) --- */
+
+/* --- snapshots and clones (0x30-0x4f) --- */
 
 /**
  * DOC: generic netlink
@@ -53,5 +60,65 @@ struct cube_version {
 #define CUBE_GENL_NAME		"cube"
 #define CUBE_GENL_VERSION	1
 #define CUBE_GENL_MCGRP_EVENTS	"events"
+
+/**
+ * enum cube_cmd - generic-netlink commands of the "cube" family
+ * @CUBE_CMD_UNSPEC: unused
+ * @CUBE_CMD_GET_STATS: module-wide counters, in a %CUBE_A_STATS nest
+ * @CUBE_CMD_GET_SANDBOX: one sandbox (doit) or all of them (dumpit)
+ * @CUBE_CMD_KILL_SANDBOX: ask a sandbox's owner to stop, then force it
+ * @CUBE_CMD_GET_SNAPSHOT: one snapshot (doit) or all of them (dumpit)
+ * @CUBE_CMD_DEL_SNAPSHOT: delete a snapshot
+ * @CUBE_CMD_NEW_POOL: create a pool
+ * @CUBE_CMD_GET_POOL: one pool (doit) or all of them (dumpit)
+ * @CUBE_CMD_TAKE_POOL: claim one ready sandbox from a pool
+ * @CUBE_CMD_SET_POOL: change a pool's watermarks
+ * @CUBE_CMD_DEL_POOL: destroy a pool
+ * @CUBE_CMD_EVENT_SANDBOX_NEW: event: a sandbox was created
+ * @CUBE_CMD_EVENT_SANDBOX_STATE: event: a sandbox changed state
+ * @CUBE_CMD_EVENT_SANDBOX_EXIT: event: a sandbox exited (with its reason)
+ * @CUBE_CMD_EVENT_POOL_LOW: event: a pool fell below its low watermark
+ */
+enum cube_cmd {
+	CUBE_CMD_UNSPEC,
+	CUBE_CMD_GET_STATS,
+	CUBE_CMD_GET_SANDBOX,
+	CUBE_CMD_KILL_SANDBOX,
+	CUBE_CMD_GET_SNAPSHOT,
+	CUBE_CMD_DEL_SNAPSHOT,
+	CUBE_CMD_NEW_POOL,
+	CUBE_CMD_GET_POOL,
+	CUBE_CMD_TAKE_POOL,
+	CUBE_CMD_SET_POOL,
+	CUBE_CMD_DEL_POOL,
+	CUBE_CMD_EVENT_SANDBOX_NEW,
+	CUBE_CMD_EVENT_SANDBOX_STATE,
+	CUBE_CMD_EVENT_SANDBOX_EXIT,
+	CUBE_CMD_EVENT_POOL_LOW,
+	__CUBE_CMD_MAX
+};
+#define CUBE_CMD_MAX (__CUBE_CMD_MAX - 1)
+
+/**
+ * enum cube_attr - top-level attributes; each object travels in its own nest
+ * @CUBE_A_UNSPEC: unused
+ * @CUBE_A_STATS: nest of &enum cube_stats_attr
+ * @CUBE_A_SANDBOX: nest of &enum cube_sandbox_attr
+ * @CUBE_A_SNAPSHOT: nest of &enum cube_snapshot_attr
+ * @CUBE_A_POOL: nest of &enum cube_pool_attr
+ */
+enum cube_attr {
+	CUBE_A_UNSPEC,
+	CUBE_A_STATS,
+	CUBE_A_SANDBOX,
+	CUBE_A_SNAPSHOT,
+	CUBE_A_POOL,
+	__CUBE_A_MAX
+};
+#define CUBE_A_MAX (__CUBE_A_MAX - 1)
+
+/* --- sandbox, pool and stats attributes --- */
+
+/* --- snapshot attributes --- */
 
 #endif /* _UAPI_LINUX_CUBE_H */

@@ -1,0 +1,104 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# run_tests.sh: run installed cube selftests and print one KTAP report.
+#
+#   run_tests.sh -d DIR [-t FILTER] [-T SECONDS]
+#
+# DIR holds kselftest-list.txt ("group:program" lines) and a folder a group.
+# FILTER is "group", "program" or "group:program", optionally followed by
+# "/TEST", which is handed to the program as "-t TEST".  Each program is
+# bounded by SECONDS (default 600).  Every program's KTAP is nested (indented
+# by four spaces) under one result line; the last line is the summary
+# "N passed, N failed[, N skipped]".  Exit status: 0 when nothing failed.
+
+dir=.
+filter=
+limit=600
+while getopts d:t:T: opt; do
+	case $opt in
+	d) dir=$OPTARG ;;
+	t) filter=$OPTARG ;;
+	T) limit=$OPTARG ;;
+	*) echo "usage: $0 -d DIR [-t FILTER] [-T SECONDS]" >&2; exit 2 ;;
+	esac
+done
+
+list=$dir/kselftest-list.txt
+if [ ! -r "$list" ]; then
+	echo "run_tests: no $list" >&2
+	exit 2
+fi
+
+sel=${filter%%/*}
+sub=
+case $filter in */*) sub=${filter#*/} ;; esac
+
+matches() {
+	[ -z "$sel" ] || [ "$sel" = "$1" ] || [ "$sel" = "$2" ] || [ "$sel" = "$1:$2" ]
+}
+
+progs=
+n=0
+while IFS=: read -r group prog; do
+	[ -n "$group" ] || continue
+	if matches "$group" "$prog"; then
+		progs="$progs $group:$prog"
+		n=$((n + 1))
+	fi
+done < "$list"
+
+if [ "$n" -eq 0 ]; then
+	echo "run_tests: no test matches '$filter'" >&2
+	exit 2
+fi
+
+pass=0 fail=0 skip=0 i=0
+out=${TMPDIR:-/tmp}/cube-test.$$
+echo "KTAP version 1"
+echo "1..$n"
+for gp in $progs; do
+	group=${gp%%:*}
+	prog=${gp#*:}
+	i=$((i + 1))
+	echo "# selftests: $group: $prog"
+	set -- "./$prog"
+	[ -n "$sub" ] && set -- "$@" -t "$sub"
+	(cd "$dir/$group" && timeout "$limit" "$@" 2>&1; echo "rc=$?") > "$out.raw" &
+	wait $!
+	rc=$(sed -n 's/^rc=//p' "$out.raw" | tail -n 1)
+	sed '$d' "$out.raw" > "$out"
+	sed 's/^/    /' "$out"
+	p=$(grep -Ec '^ok [0-9]+ ' "$out")
+	s=$(grep -Ec '^ok [0-9]+ .*# SKIP' "$out")
+	f=$(grep -Ec '^not ok [0-9]+ ' "$out")
+	p=$((p - s))
+	if [ $((p + s + f)) -eq 0 ]; then
+		# no KTAP results: judge by the exit status
+		case $rc in
+		0) p=1 ;;
+		4) s=1 ;;
+		*) f=1 ;;
+		esac
+	elif [ "$rc" != 0 ] && [ "$rc" != 4 ] && [ "$f" -eq 0 ]; then
+		echo "# $group:$prog exited with status $rc"
+		f=1
+	fi
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	if [ "$rc" = 124 ] || [ "$rc" = 143 ]; then
+		echo "# $group:$prog timed out after $limit s"
+	fi
+	if [ "$f" -gt 0 ]; then
+		echo "not ok $i selftests: $group: $prog"
+	elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
+		echo "ok $i selftests: $group: $prog # SKIP"
+	else
+		echo "ok $i selftests: $group: $prog"
+	fi
+done
+rm -f "$out" "$out.raw"
+
+summary="$pass passed, $fail failed"
+[ "$skip" -gt 0 ] && summary="$summary, $skip skipped"
+echo "# $summary"
+[ "$fail" -eq 0 ]
