@@ -3,6 +3,7 @@
 # cube: top-level build.
 #
 #   make                 module, userspace programs, selftests
+#   make demo            the main job (see README.md)
 #   make check           native unit tests, then the selftests in the VM harness
 #   make check NATIVE=1  native unit tests, then the selftests natively (root, real KVM)
 #   make vmtest [T=name] the selftests (or one test/group) in the VM harness
@@ -28,7 +29,7 @@ export KDIR
 USER_DIRS := selftests
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
-	native-selftests clean help
+	demo clean help
 
 all: module userspace
 
@@ -58,8 +59,12 @@ vmtest:
 vmshell:
 	$(MAKE) -C selftests/qemu shell
 
+# The main job: boot the L1 machine, load kvm and cube.ko, run a KVM guest.
+demo:
+	$(MAKE) -C selftests/qemu run T=kvm
+
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1

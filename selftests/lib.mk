@@ -7,6 +7,7 @@
 #   TEST_FILES       extra files installed beside the tests
 #   TEST_UNIT_PROGS  native unit tests run by `make check` on the build host
 #   LDLIBS, EXTRA_CFLAGS, LOCAL_HDRS as needed
+#   CUSTOM_PROGS     programs among the above built by the group's own rules
 # and may add its own rules for programs made of several files.
 
 SELFTESTS := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -18,6 +19,7 @@ TEST_GEN_PROGS ?=
 TEST_PROGS ?=
 TEST_FILES ?=
 TEST_UNIT_PROGS ?=
+CUSTOM_PROGS ?=
 LOCAL_HDRS += $(SELFTESTS)/lib/cube_test.h $(TOP)/uapi/linux/cube.h
 TEST_CFLAGS = $(ALL_CFLAGS) -I$(SELFTESTS)/lib $(EXTRA_CFLAGS)
 
@@ -26,7 +28,7 @@ TEST_CFLAGS = $(ALL_CFLAGS) -I$(SELFTESTS)/lib $(EXTRA_CFLAGS)
 
 all: $(TEST_GEN_PROGS) $(TEST_UNIT_PROGS)
 
-$(TEST_GEN_PROGS) $(TEST_UNIT_PROGS): %: %.c $(LOCAL_HDRS)
+$(filter-out $(CUSTOM_PROGS),$(TEST_GEN_PROGS) $(TEST_UNIT_PROGS)): %: %.c $(LOCAL_HDRS)
 	$(CC) $(TEST_CFLAGS) -o $@ $(filter %.c %.o,$^) $(ALL_LDFLAGS) $(LDLIBS)
 
 # install INSTALL_PATH=DIR: the group's tests into DIR/<group>/, listed in

@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# /init of the L1 test machine.  Kernel command line:
+#   cube.mode=test|shell   run the selftests, or give a shell on the console
+#   cube.filter=NAME       only these tests (see selftests/run_tests.sh)
+#   cube.net=1             bring up eth0 (QEMU user net, for forwarded ports)
+# Results go to /dev/ttyS1 (the host's results file), the console to ttyS0.
+
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH HOME=/root TMPDIR=/tmp CUBE_KO=/lib/cube/cube.ko
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mkdir -p /dev/pts /dev/shm /sys/fs/cgroup
+mount -t devpts devpts /dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+hostname l1
+
+mode=test filter= net=0
+for arg in $(cat /proc/cmdline); do
+	case $arg in
+	cube.mode=*) mode=${arg#cube.mode=} ;;
+	cube.filter=*) filter=${arg#cube.filter=} ;;
+	cube.net=*) net=${arg#cube.net=} ;;
+	esac
+done
+
+res=/dev/ttyS1
+[ "$mode" = shell ] && res=/dev/console
+say() { echo "$*" > $res; }
+# A setup failure is a test failure: report it in KTAP and go on.
+post_fail=0
+post() { say "not ok - post: $*"; post_fail=$((post_fail + 1)); }
+
+modprobe kvm_amd || post "cannot load kvm_amd"
+[ -c /dev/kvm ] || post "no /dev/kvm"
+
+if [ "$net" = 1 ]; then
+	modprobe virtio_net
+	ip link set lo up
+	ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 &&
+		ip route add default via 10.0.2.2 || post "cannot set up eth0"
+else
+	ip link set lo up
+fi
+
+insmod "$CUBE_KO" || post "cannot load cube.ko"
+
+if [ "$mode" = shell ]; then
+	echo "cube L1 shell: tests in /selftests (run_tests.sh -d /selftests [-t NAME]); exit powers off"
+	setsid cttyhack sh -l
+	poweroff -f
+fi
+
+cd /selftests
+if [ -n "$filter" ]; then
+	./run_tests.sh -d /selftests -t "$filter" > $res 2>&1
+else
+	./run_tests.sh -d /selftests > $res 2>&1
+fi
+rc=$?
+
+# Post-run checks: the module must unload and leave nothing behind; the
+# kernel log must show no oops, BUG, WARN or KASAN report.
+if grep -q '^cube ' /proc/modules; then
+	refs=$(cat /sys/module/cube/refcnt 2>/dev/null)
+	[ "$refs" = 0 ] || post "cube.ko refcount is $refs after the tests"
+	rmmod cube || post "rmmod cube failed"
+	[ -e /dev/cube ] && post "/dev/cube still exists after rmmod"
+fi
+dmesg > /tmp/dmesg.txt
+if grep -E 'cube: leak:|WARNING:|BUG:|Oops|KASAN|general protection fault|Call Trace:|kernel BUG|refcount_t:|list_add corruption|list_del corruption' /tmp/dmesg.txt > /tmp/bad.txt; then
+	post "kernel log reports a problem:"
+	sed 's/^/# dmesg: /' /tmp/bad.txt | head -n 40 > $res
+	grep -E -B 2 -A 30 'WARNING:|BUG:|Oops|general protection fault' /tmp/dmesg.txt |
+		head -n 120 | sed 's/^/# dmesg: /' > $res
+fi
+say "# post-checks: $post_fail failed"
+say "CUBE-VMTEST-END rc=$rc"
+sync
+poweroff -f

@@ -1,0 +1,53 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# mkbase.sh OUT KVER MODULES...: the L1 initramfs base layer: busybox, the
+# named kernel modules of KVER with their dependencies (and modules.dep, so
+# busybox modprobe works), iproute2's ip and the shared libraries they need.
+set -eu
+out=$1 kver=$2
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/stage-lib.sh"
+
+ROOT=$(mktemp -d)
+trap 'rm -rf "$ROOT"' EXIT
+
+mkdir -p "$ROOT"/bin "$ROOT"/sbin "$ROOT"/usr/bin "$ROOT"/usr/sbin \
+	"$ROOT"/proc "$ROOT"/sys "$ROOT"/dev "$ROOT"/tmp "$ROOT"/run \
+	"$ROOT"/etc "$ROOT"/root
+stage_file /bin/busybox /bin/busybox
+for app in $(/bin/busybox --list); do
+	[ "$app" = busybox ] || ln -s busybox "$ROOT/bin/$app"
+done
+for b in /usr/sbin/ip /usr/bin/strace; do
+	[ -x "$b" ] && stage_bin "$b"
+done
+echo "root:x:0:0:root:/root:/bin/sh" > "$ROOT/etc/passwd"
+echo "nobody:x:65534:65534:nobody:/:/bin/false" >> "$ROOT/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$ROOT/etc/group"
+
+moddir=/lib/modules/$kver
+dep=$moddir/modules.dep
+[ -r "$dep" ] || { echo "mkbase: no $dep (install linux-image-cloud-amd64)" >&2; exit 1; }
+: > "$ROOT/modules.want"
+for m in "$@"; do
+	path=$(grep -E "(^|/)$m\.ko(\.[a-z]+)?:" "$dep" | head -n 1 | cut -d: -f1)
+	if [ -z "$path" ]; then
+		if grep -qE "(^|/)$m\.ko" "$moddir/modules.builtin"; then
+			continue
+		fi
+		echo "mkbase: module $m not found in $kver" >&2
+		exit 1
+	fi
+	echo "$path" >> "$ROOT/modules.want"
+	grep -E "^$path:" "$dep" | cut -d: -f2 | tr ' ' '\n' >> "$ROOT/modules.want"
+done
+for path in $(grep . "$ROOT/modules.want" | sort -u); do
+	stage_file "$moddir/$path" "$moddir/$path"
+done
+rm "$ROOT/modules.want"
+for f in modules.dep modules.builtin modules.alias modules.softdep; do
+	stage_file "$moddir/$f" "$moddir/$f"
+done
+pack_cpio "$out"

@@ -1,0 +1,101 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# run.sh MODE DIR INITRD: boot the L1 test machine under QEMU and report.
+#   MODE   test or shell
+#   DIR    working folder (console.log and results.log are written here)
+# Environment: VM_KVER, T (filter), FWD ("HOSTPORT:GUESTPORT,..." forwarded
+# from 127.0.0.1 into L1), TIMEOUT (seconds, default 1800), MEM (MiB,
+# default 2048), SMP (default 2), V=1 (show the console as it runs).
+#
+# In test mode prints L1's KTAP results, then the summary line
+# "N passed, N failed[, N skipped]", and exits 0 only when nothing failed,
+# the kernel logged no oops/WARN/BUG/KASAN, the module unloaded without a
+# leak and L1 finished within the timeout.
+set -u
+mode=$1 dir=$2 initrd=$3
+kernel=/boot/vmlinuz-$VM_KVER
+[ -r "$kernel" ] || { echo "vmtest: no $kernel (install linux-image-cloud-amd64)" >&2; exit 2; }
+
+timeout=${TIMEOUT:-1800}
+append="console=ttyS0 panic=-1 oops=panic loglevel=4 quiet cube.mode=$mode"
+[ -n "${T:-}" ] && append="$append cube.filter=$T"
+
+net="-nic none"
+if [ -n "${FWD:-}" ]; then
+	fwd=
+	for pair in $(echo "$FWD" | tr ',' ' '); do
+		fwd="$fwd,hostfwd=tcp:127.0.0.1:${pair%%:*}-:${pair#*:}"
+	done
+	net="-netdev user,id=n0,restrict=on$fwd -device virtio-net-pci,netdev=n0"
+	append="$append cube.net=1"
+fi
+
+# oops=panic + panic=-1 + -no-reboot: any oops ends the run at once, and
+# the missing end marker fails it.  KVM inside L1 needs emulated SVM.
+qemu() {
+	qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
+		-m "${MEM:-2048}" -smp "${SMP:-2}" -nographic -no-reboot \
+		-kernel "$kernel" -initrd "$initrd" -append "$append" \
+		$net "$@"
+}
+
+if [ "$mode" = shell ]; then
+	qemu -serial mon:stdio -serial null
+	exit $?
+fi
+
+con=$dir/console.log res=$dir/results.log
+: > "$con"
+: > "$res"
+start=$(date +%s)
+if [ "${V:-0}" = 1 ]; then
+	tail -n +1 -f "$con" &
+	tailpid=$!
+fi
+# Results (ttyS1) stream to our stdout as they come; the console to a file.
+timeout --foreground -k 10 "$timeout" \
+	qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
+	-m "${MEM:-2048}" -smp "${SMP:-2}" -display none -no-reboot \
+	-monitor none -kernel "$kernel" -initrd "$initrd" -append "$append" \
+	$net -serial "file:$con" -chardev stdio,id=res,signal=off \
+	-serial chardev:res < /dev/null | tee "$res" | grep -v '^CUBE-VMTEST-END'
+qrc=$?
+[ -n "${tailpid:-}" ] && kill "$tailpid" 2>/dev/null
+secs=$(( $(date +%s) - start ))
+
+pass=0 fail=0 skip=0
+sum=$(sed -n 's/^# \([0-9]* passed, .*\)/\1/p' "$res" | tail -n 1)
+if [ -n "$sum" ]; then
+	pass=$(echo "$sum" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+	fail=$(echo "$sum" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+	s=$(echo "$sum" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+	skip=${s:-0}
+fi
+post=$(grep -c '^not ok - post:' "$res")
+fail=$((fail + post))
+if ! grep -q '^CUBE-VMTEST-END' "$res"; then
+	fail=$((fail + 1))
+	if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+		echo "not ok - vmtest: L1 timed out after $timeout s"
+	else
+		echo "not ok - vmtest: L1 stopped before the end of the run (panic, oops or crash)"
+	fi
+	echo "# last console lines ($con):"
+	tail -n 60 "$con" | sed 's/^/# /'
+elif [ -z "$sum" ]; then
+	fail=$((fail + 1))
+	echo "not ok - vmtest: no test summary from L1"
+fi
+if grep -qE 'Kernel panic|BUG:|Oops|WARNING:' "$con"; then
+	if [ "$post" = 0 ]; then
+		fail=$((fail + 1))
+		echo "not ok - vmtest: the L1 console shows a kernel problem:"
+		grep -E -A 20 'Kernel panic|BUG:|Oops|WARNING:' "$con" | head -n 60 | sed 's/^/# /'
+	fi
+fi
+line="$pass passed, $fail failed"
+[ "$skip" -gt 0 ] && line="$line, $skip skipped"
+echo "# vmtest: L1 run took ${secs} s"
+echo "$line"
+[ "$fail" -eq 0 ]
