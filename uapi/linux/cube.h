@@ -48,6 +48,222 @@ struct cube_version {
 
 /* --- sandboxes and pools (0x10-0x2f) --- */
 
+/**
+ * DOC: sandboxes
+ *
+ * %CUBE_IOC_SANDBOX_CREATE on /dev/cube returns a new sandbox fd (an anon
+ * inode, close-on-exec).  The process that created it is the sandbox's
+ * owner (the VMM).  Closing the last reference to the fd, which happens at
+ * the latest when the owner dies, tears the sandbox down: it leaves its
+ * pool, drops its KVM VM file, network namespace, eBPF links and clone, and
+ * disappears from netlink dumps.  Every other ioctl below is issued on the
+ * sandbox fd.  Configuration (VM, netns, eBPF links, clone, limits, labels)
+ * is only accepted in %CUBE_SANDBOX_CREATING.
+ *
+ * poll() on the sandbox fd reports %EPOLLIN | %EPOLLPRI once the sandbox has
+ * been asked to stop (%CUBE_CMD_KILL_SANDBOX) and %EPOLLRDBAND once it has
+ * been taken out of a pool by a taker.
+ */
+
+/** define CUBE_NAME_MAX - size of template, pool and label key buffers */
+#define CUBE_NAME_MAX		64
+/** define CUBE_LABEL_VALUE_MAX - size of a label value buffer */
+#define CUBE_LABEL_VALUE_MAX	128
+/** define CUBE_LABELS_MAX - maximum number of labels per sandbox */
+#define CUBE_LABELS_MAX		16
+/** define CUBE_BPF_LINKS_MAX - maximum number of eBPF links per sandbox */
+#define CUBE_BPF_LINKS_MAX	8
+/** define CUBE_VCPUS_MAX - maximum vCPU count a sandbox may declare */
+#define CUBE_VCPUS_MAX		1024
+
+/**
+ * enum cube_sandbox_state - life cycle of a sandbox
+ * @CUBE_SANDBOX_CREATING: just created, being configured
+ * @CUBE_SANDBOX_READY: configured and booted, waiting for work (may be pooled)
+ * @CUBE_SANDBOX_RUNNING: running a workload
+ * @CUBE_SANDBOX_PAUSED: vCPUs stopped
+ * @CUBE_SANDBOX_EXITED: finished, with an exit reason; final
+ *
+ * Allowed transitions: CREATING -> READY, READY -> RUNNING,
+ * RUNNING <-> PAUSED, and any state but EXITED -> EXITED.
+ */
+enum cube_sandbox_state {
+	CUBE_SANDBOX_CREATING,
+	CUBE_SANDBOX_READY,
+	CUBE_SANDBOX_RUNNING,
+	CUBE_SANDBOX_PAUSED,
+	CUBE_SANDBOX_EXITED,
+	__CUBE_SANDBOX_STATE_MAX
+};
+
+/**
+ * enum cube_exit_reason - why a sandbox exited
+ * @CUBE_EXIT_NONE: not exited
+ * @CUBE_EXIT_SHUTDOWN: the guest shut down
+ * @CUBE_EXIT_CRASH: the guest or the VMM crashed
+ * @CUBE_EXIT_KILLED: stopped on request (%CUBE_CMD_KILL_SANDBOX)
+ * @CUBE_EXIT_ERROR: the VMM gave up on an error
+ * @CUBE_EXIT_CLOSED: the sandbox fd was closed without an exit state
+ */
+enum cube_exit_reason {
+	CUBE_EXIT_NONE,
+	CUBE_EXIT_SHUTDOWN,
+	CUBE_EXIT_CRASH,
+	CUBE_EXIT_KILLED,
+	CUBE_EXIT_ERROR,
+	CUBE_EXIT_CLOSED,
+	__CUBE_EXIT_MAX
+};
+
+/* Bits of &struct cube_sandbox_info.flags and %CUBE_SANDBOX_A_FLAGS */
+#define CUBE_SANDBOX_F_KILL_REQUESTED	(1U << 0)	/* asked to stop */
+#define CUBE_SANDBOX_F_POOLED		(1U << 1)	/* waiting in a pool */
+#define CUBE_SANDBOX_F_TAKEN		(1U << 2)	/* claimed from a pool */
+#define CUBE_SANDBOX_F_VM		(1U << 3)	/* a KVM VM is bound */
+#define CUBE_SANDBOX_F_NETNS		(1U << 4)	/* a netns is attached */
+#define CUBE_SANDBOX_F_CLONE		(1U << 5)	/* a clone is attached */
+
+/**
+ * struct cube_sandbox_create - argument of %CUBE_IOC_SANDBOX_CREATE
+ * @flags: zero
+ * @reserved: zero
+ * @id: out: the sandbox's id, unique and never reused while cube.ko is loaded
+ *
+ * The ioctl returns the new sandbox fd.
+ */
+struct cube_sandbox_create {
+	__u32 flags;
+	__u32 reserved;
+	__u64 id;
+};
+
+/**
+ * struct cube_fd_arg - an fd handed to a sandbox
+ * @fd: the file descriptor
+ * @flags: zero
+ */
+struct cube_fd_arg {
+	__s32 fd;
+	__u32 flags;
+};
+
+/**
+ * struct cube_sandbox_state_arg - argument of %CUBE_IOC_SANDBOX_SET_STATE
+ * @state: the new &enum cube_sandbox_state
+ * @exit_reason: &enum cube_exit_reason, non-zero exactly when @state is
+ *	%CUBE_SANDBOX_EXITED (and not %CUBE_EXIT_CLOSED, which only the
+ *	module sets)
+ * @reserved: zero
+ */
+struct cube_sandbox_state_arg {
+	__u32 state;
+	__u32 exit_reason;
+	__u64 reserved;
+};
+
+/**
+ * struct cube_sandbox_limits - argument of %CUBE_IOC_SANDBOX_SET_LIMITS
+ * @flags: zero
+ * @vcpus: declared vCPU count, 1..%CUBE_VCPUS_MAX
+ * @memory_bytes: declared guest memory, non-zero multiple of 4096
+ * @owner_uid: uid of the user the sandbox runs work for
+ * @reserved: zero
+ * @template: NUL-terminated template name, 1..%CUBE_NAME_MAX - 1 bytes of
+ *	[A-Za-z0-9._-]; the rest of the buffer zero
+ */
+struct cube_sandbox_limits {
+	__u32 flags;
+	__u32 vcpus;
+	__u64 memory_bytes;
+	__u32 owner_uid;
+	__u32 reserved;
+	char template[CUBE_NAME_MAX];
+};
+
+/* &struct cube_sandbox_label.flags */
+#define CUBE_LABEL_F_DELETE	(1U << 0)	/* remove @key; @value empty */
+
+/**
+ * struct cube_sandbox_label - argument of %CUBE_IOC_SANDBOX_SET_LABEL
+ * @flags: 0 to add or replace @key, %CUBE_LABEL_F_DELETE to remove it
+ * @reserved: zero
+ * @key: NUL-terminated, 1..%CUBE_NAME_MAX - 1 bytes of [A-Za-z0-9._/-]
+ * @value: NUL-terminated, 0..%CUBE_LABEL_VALUE_MAX - 1 printable bytes
+ *
+ * The bytes after each string's NUL must be zero.  A sandbox holds at most
+ * %CUBE_LABELS_MAX labels.
+ */
+struct cube_sandbox_label {
+	__u32 flags;
+	__u32 reserved;
+	char key[CUBE_NAME_MAX];
+	char value[CUBE_LABEL_VALUE_MAX];
+};
+
+/**
+ * struct cube_sandbox_info - answer of %CUBE_IOC_SANDBOX_GET_INFO
+ * @id: the sandbox's id
+ * @state: &enum cube_sandbox_state
+ * @exit_reason: &enum cube_exit_reason
+ * @flags: %CUBE_SANDBOX_F_* bits
+ * @vcpus: declared vCPU count (0: not declared)
+ * @vm_vcpus: vCPUs created in the bound KVM VM
+ * @nr_bpf_links: number of attached eBPF links
+ * @memory_bytes: declared guest memory
+ * @netns_cookie: cookie of the attached network namespace, 0 when none
+ * @private_pages: pages the attached clone holds privately
+ * @shared_pages: snapshot pages the attached clone maps
+ * @reserved: zero
+ */
+struct cube_sandbox_info {
+	__u64 id;
+	__u32 state;
+	__u32 exit_reason;
+	__u32 flags;
+	__u32 vcpus;
+	__u32 vm_vcpus;
+	__u32 nr_bpf_links;
+	__u64 memory_bytes;
+	__u64 netns_cookie;
+	__u64 private_pages;
+	__u64 shared_pages;
+	__u64 reserved;
+};
+
+/**
+ * struct cube_pool_arg - a pool, by name
+ * @flags: zero
+ * @reserved: zero
+ * @name: NUL-terminated pool name, as for &struct cube_sandbox_limits.template
+ * @id: out (%CUBE_IOC_POOL_TAKE): id of the sandbox taken
+ * @owner_pid: out (%CUBE_IOC_POOL_TAKE): pid of its owner, in the caller's
+ *	pid namespace (0 when not visible there)
+ * @reserved2: zero
+ */
+struct cube_pool_arg {
+	__u32 flags;
+	__u32 reserved;
+	char name[CUBE_NAME_MAX];
+	__u64 id;
+	__u32 owner_pid;
+	__u32 reserved2;
+};
+
+/* on /dev/cube */
+#define CUBE_IOC_SANDBOX_CREATE	_IOWR(CUBE_IOCTL_MAGIC, 0x10, struct cube_sandbox_create)
+#define CUBE_IOC_POOL_TAKE	_IOWR(CUBE_IOCTL_MAGIC, 0x11, struct cube_pool_arg)
+/* on a sandbox fd */
+#define CUBE_IOC_SANDBOX_BIND_VM	_IOW(CUBE_IOCTL_MAGIC, 0x18, struct cube_fd_arg)
+#define CUBE_IOC_SANDBOX_SET_NETNS	_IOW(CUBE_IOCTL_MAGIC, 0x19, struct cube_fd_arg)
+#define CUBE_IOC_SANDBOX_ADD_BPF_LINK	_IOW(CUBE_IOCTL_MAGIC, 0x1a, struct cube_fd_arg)
+#define CUBE_IOC_SANDBOX_SET_CLONE	_IOW(CUBE_IOCTL_MAGIC, 0x1b, struct cube_fd_arg)
+#define CUBE_IOC_SANDBOX_SET_STATE	_IOW(CUBE_IOCTL_MAGIC, 0x1c, struct cube_sandbox_state_arg)
+#define CUBE_IOC_SANDBOX_SET_LIMITS	_IOW(CUBE_IOCTL_MAGIC, 0x1d, struct cube_sandbox_limits)
+#define CUBE_IOC_SANDBOX_SET_LABEL	_IOW(CUBE_IOCTL_MAGIC, 0x1e, struct cube_sandbox_label)
+#define CUBE_IOC_SANDBOX_GET_INFO	_IOR(CUBE_IOCTL_MAGIC, 0x1f, struct cube_sandbox_info)
+#define CUBE_IOC_SANDBOX_POOL_ENTER	_IOW(CUBE_IOCTL_MAGIC, 0x20, struct cube_pool_arg)
+#define CUBE_IOC_SANDBOX_POOL_LEAVE	_IO(CUBE_IOCTL_MAGIC, 0x21)
+
 /* --- snapshots and clones (0x30-0x4f) --- */
 
 /**
@@ -118,6 +334,151 @@ enum cube_attr {
 #define CUBE_A_MAX (__CUBE_A_MAX - 1)
 
 /* --- sandbox, pool and stats attributes --- */
+
+/**
+ * enum cube_stats_attr - attributes of the %CUBE_A_STATS nest (all u64)
+ * @CUBE_STATS_A_UNSPEC: unused
+ * @CUBE_STATS_A_PAD: padding
+ * @CUBE_STATS_A_SANDBOXES: live sandboxes
+ * @CUBE_STATS_A_POOLS: pools
+ * @CUBE_STATS_A_SNAPSHOTS: snapshots
+ * @CUBE_STATS_A_CLONES: clones
+ * @CUBE_STATS_A_SHARED_PAGES: pages held by snapshots
+ * @CUBE_STATS_A_PRIVATE_PAGES: pages held privately by clones
+ * @CUBE_STATS_A_POOLED: sandboxes waiting in pools
+ *
+ * The first six are the module's leak counters: once every object is gone
+ * they are zero, and cube.ko reports any that is not at unload.
+ */
+enum cube_stats_attr {
+	CUBE_STATS_A_UNSPEC,
+	CUBE_STATS_A_PAD,
+	CUBE_STATS_A_SANDBOXES,
+	CUBE_STATS_A_POOLS,
+	CUBE_STATS_A_SNAPSHOTS,
+	CUBE_STATS_A_CLONES,
+	CUBE_STATS_A_SHARED_PAGES,
+	CUBE_STATS_A_PRIVATE_PAGES,
+	CUBE_STATS_A_POOLED,
+	__CUBE_STATS_A_MAX
+};
+#define CUBE_STATS_A_MAX (__CUBE_STATS_A_MAX - 1)
+
+/**
+ * enum cube_sandbox_attr - attributes of the %CUBE_A_SANDBOX nest
+ * @CUBE_SANDBOX_A_UNSPEC: unused
+ * @CUBE_SANDBOX_A_PAD: padding
+ * @CUBE_SANDBOX_A_ID: u64, the sandbox's id (the key in requests)
+ * @CUBE_SANDBOX_A_STATE: u32, &enum cube_sandbox_state
+ * @CUBE_SANDBOX_A_EXIT_REASON: u32, &enum cube_exit_reason
+ * @CUBE_SANDBOX_A_FLAGS: u32, %CUBE_SANDBOX_F_* bits
+ * @CUBE_SANDBOX_A_OWNER_PID: u32, owner's pid in the requester's pid namespace
+ * @CUBE_SANDBOX_A_OWNER_UID: u32, declared owner uid
+ * @CUBE_SANDBOX_A_TEMPLATE: string, template name (absent when not set)
+ * @CUBE_SANDBOX_A_VCPUS: u32, declared vCPUs
+ * @CUBE_SANDBOX_A_VM_VCPUS: u32, vCPUs created in the bound KVM VM
+ * @CUBE_SANDBOX_A_MEMORY: u64, declared guest memory in bytes
+ * @CUBE_SANDBOX_A_PRIVATE_PAGES: u64, pages private to the sandbox's clone
+ * @CUBE_SANDBOX_A_SHARED_PAGES: u64, snapshot pages the clone maps
+ * @CUBE_SANDBOX_A_NETNS_COOKIE: u64, cookie of the attached netns (0: none)
+ * @CUBE_SANDBOX_A_BPF_LINKS: u32, number of attached eBPF links
+ * @CUBE_SANDBOX_A_CREATED_NS: u64, creation time, CLOCK_REALTIME nanoseconds
+ * @CUBE_SANDBOX_A_LABELS: nest of %CUBE_LABELS_A_LABEL nests
+ * @CUBE_SANDBOX_A_POOL: string, the pool the sandbox waits in
+ * @CUBE_SANDBOX_A_GRACE_MS: u32, %CUBE_CMD_KILL_SANDBOX only: how long the
+ *	owner has to stop before SIGKILL (default 2000, at most 60000)
+ */
+enum cube_sandbox_attr {
+	CUBE_SANDBOX_A_UNSPEC,
+	CUBE_SANDBOX_A_PAD,
+	CUBE_SANDBOX_A_ID,
+	CUBE_SANDBOX_A_STATE,
+	CUBE_SANDBOX_A_EXIT_REASON,
+	CUBE_SANDBOX_A_FLAGS,
+	CUBE_SANDBOX_A_OWNER_PID,
+	CUBE_SANDBOX_A_OWNER_UID,
+	CUBE_SANDBOX_A_TEMPLATE,
+	CUBE_SANDBOX_A_VCPUS,
+	CUBE_SANDBOX_A_VM_VCPUS,
+	CUBE_SANDBOX_A_MEMORY,
+	CUBE_SANDBOX_A_PRIVATE_PAGES,
+	CUBE_SANDBOX_A_SHARED_PAGES,
+	CUBE_SANDBOX_A_NETNS_COOKIE,
+	CUBE_SANDBOX_A_BPF_LINKS,
+	CUBE_SANDBOX_A_CREATED_NS,
+	CUBE_SANDBOX_A_LABELS,
+	CUBE_SANDBOX_A_POOL,
+	CUBE_SANDBOX_A_GRACE_MS,
+	__CUBE_SANDBOX_A_MAX
+};
+#define CUBE_SANDBOX_A_MAX (__CUBE_SANDBOX_A_MAX - 1)
+
+/** define CUBE_KILL_GRACE_MS_DEFAULT - default %CUBE_SANDBOX_A_GRACE_MS */
+#define CUBE_KILL_GRACE_MS_DEFAULT	2000
+/** define CUBE_KILL_GRACE_MS_MAX - largest %CUBE_SANDBOX_A_GRACE_MS */
+#define CUBE_KILL_GRACE_MS_MAX		60000
+
+/**
+ * enum cube_labels_attr - attributes of the %CUBE_SANDBOX_A_LABELS nest
+ * @CUBE_LABELS_A_UNSPEC: unused
+ * @CUBE_LABELS_A_LABEL: nest of &enum cube_label_attr, one per label
+ */
+enum cube_labels_attr {
+	CUBE_LABELS_A_UNSPEC,
+	CUBE_LABELS_A_LABEL,
+	__CUBE_LABELS_A_MAX
+};
+#define CUBE_LABELS_A_MAX (__CUBE_LABELS_A_MAX - 1)
+
+/**
+ * enum cube_label_attr - attributes of one %CUBE_LABELS_A_LABEL nest
+ * @CUBE_LABEL_A_UNSPEC: unused
+ * @CUBE_LABEL_A_KEY: string
+ * @CUBE_LABEL_A_VALUE: string
+ */
+enum cube_label_attr {
+	CUBE_LABEL_A_UNSPEC,
+	CUBE_LABEL_A_KEY,
+	CUBE_LABEL_A_VALUE,
+	__CUBE_LABEL_A_MAX
+};
+#define CUBE_LABEL_A_MAX (__CUBE_LABEL_A_MAX - 1)
+
+/** define CUBE_POOLS_MAX - maximum number of pools */
+#define CUBE_POOLS_MAX		64
+/** define CUBE_POOL_TARGET_MAX - largest pool target size */
+#define CUBE_POOL_TARGET_MAX	4096
+
+/**
+ * enum cube_pool_attr - attributes of the %CUBE_A_POOL nest
+ * @CUBE_POOL_A_UNSPEC: unused
+ * @CUBE_POOL_A_PAD: padding
+ * @CUBE_POOL_A_NAME: string, the pool's name (the key in requests)
+ * @CUBE_POOL_A_TEMPLATE: string, template every member must have
+ * @CUBE_POOL_A_TARGET: u32, how many ready sandboxes the pool should hold;
+ *	also its capacity (1..%CUBE_POOL_TARGET_MAX)
+ * @CUBE_POOL_A_LOW: u32, low watermark (at most the target): a
+ *	%CUBE_CMD_EVENT_POOL_LOW event goes out whenever the pool shrinks
+ *	below it
+ * @CUBE_POOL_A_SIZE: u32, sandboxes waiting in the pool now
+ * @CUBE_POOL_A_TAKEN: u64, sandboxes taken from the pool so far
+ * @CUBE_POOL_A_SANDBOX_ID: u64, %CUBE_CMD_TAKE_POOL reply: the sandbox taken
+ * @CUBE_POOL_A_OWNER_PID: u32, %CUBE_CMD_TAKE_POOL reply: its owner's pid
+ */
+enum cube_pool_attr {
+	CUBE_POOL_A_UNSPEC,
+	CUBE_POOL_A_PAD,
+	CUBE_POOL_A_NAME,
+	CUBE_POOL_A_TEMPLATE,
+	CUBE_POOL_A_TARGET,
+	CUBE_POOL_A_LOW,
+	CUBE_POOL_A_SIZE,
+	CUBE_POOL_A_TAKEN,
+	CUBE_POOL_A_SANDBOX_ID,
+	CUBE_POOL_A_OWNER_PID,
+	__CUBE_POOL_A_MAX
+};
+#define CUBE_POOL_A_MAX (__CUBE_POOL_A_MAX - 1)
 
 /* --- snapshot attributes --- */
 
