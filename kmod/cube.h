@@ -12,6 +12,7 @@
 struct sk_buff;
 struct netlink_callback;
 struct genl_info;
+struct nla_policy;
 
 /*
  * Module-wide counters, reported by CUBE_CMD_GET_STATS.  Every object
@@ -39,8 +40,29 @@ long cube_sandbox_dev_ioctl(struct file *file, unsigned int cmd,
 int cube_genl_init(void);
 void cube_genl_exit(void);
 
+/*
+ * Netlink handlers of the memory side, called by the genl family's
+ * CUBE_CMD_GET_SNAPSHOT and CUBE_CMD_DEL_SNAPSHOT ops.
+ * cube_snapshot_nl_policy is the policy of the CUBE_A_SNAPSHOT nest
+ * (enum cube_snapshot_attr, CUBE_SNAPSHOT_A_MAX).
+ */
+int cube_snapshot_nl_get_doit(struct sk_buff *skb, struct genl_info *info);
+int cube_snapshot_nl_get_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb);
+int cube_snapshot_nl_del_doit(struct sk_buff *skb, struct genl_info *info);
+extern const struct nla_policy cube_snapshot_nl_policy[];
+
 /* snapshot.c, clone.c: guest memory snapshots and copy-on-write clones */
 struct cube_clone;
+/*
+ * A clone backs a sandbox's memory: cube_clone_fget() takes a reference on
+ * the clone behind a clone fd (ERR_PTR on error), cube_clone_put() drops it,
+ * cube_clone_counters() reads its page counters.
+ */
+struct cube_clone *cube_clone_fget(int fd);
+void cube_clone_put(struct cube_clone *clone);
+void cube_clone_counters(struct cube_clone *clone, u64 *private_pages,
+			 u64 *shared_pages, u64 *faults);
 int cube_mem_init(void);
 void cube_mem_exit(void);
 long cube_mem_dev_ioctl(struct file *file, unsigned int cmd,
