@@ -39,6 +39,8 @@ say() { echo "$*" > $res; }
 post_fail=0
 post() { say "not ok - post: $*"; post_fail=$((post_fail + 1)); }
 
+# The kernel log is checked from here on (boot-time notices are not ours).
+echo "cube-vmtest: start" > /dev/kmsg
 modprobe kvm_amd || post "cannot load kvm_amd"
 [ -c /dev/kvm ] || post "no /dev/kvm"
 
@@ -75,11 +77,12 @@ if grep -q '^cube ' /proc/modules; then
 	rmmod cube || post "rmmod cube failed"
 	[ -e /dev/cube ] && post "/dev/cube still exists after rmmod"
 fi
-dmesg > /tmp/dmesg.txt
-if grep -E 'cube: leak:|WARNING:|BUG:|Oops|KASAN|general protection fault|Call Trace:|kernel BUG|refcount_t:|list_add corruption|list_del corruption' /tmp/dmesg.txt > /tmp/bad.txt; then
+dmesg | sed -n '/cube-vmtest: start/,$p' > /tmp/dmesg.txt
+bad='cube: leak:|WARNING: CPU:|BUG:|Oops|KASAN|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption|UBSAN:|possible circular locking|blocked for more than'
+if grep -E "$bad" /tmp/dmesg.txt > /tmp/bad.txt; then
 	post "kernel log reports a problem:"
 	sed 's/^/# dmesg: /' /tmp/bad.txt | head -n 40 > $res
-	grep -E -B 2 -A 30 'WARNING:|BUG:|Oops|general protection fault' /tmp/dmesg.txt |
+	grep -E -B 2 -A 30 'WARNING: CPU:|BUG:|Oops|general protection fault' /tmp/dmesg.txt |
 		head -n 120 | sed 's/^/# dmesg: /' > $res
 fi
 say "# post-checks: $post_fail failed"

@@ -87,11 +87,11 @@ elif [ -z "$sum" ]; then
 	fail=$((fail + 1))
 	echo "not ok - vmtest: no test summary from L1"
 fi
-if grep -qE 'Kernel panic|BUG:|Oops|WARNING:' "$con"; then
+if grep -qE 'Kernel panic|BUG:|Oops|WARNING: CPU:' "$con"; then
 	if [ "$post" = 0 ]; then
 		fail=$((fail + 1))
 		echo "not ok - vmtest: the L1 console shows a kernel problem:"
-		grep -E -A 20 'Kernel panic|BUG:|Oops|WARNING:' "$con" | head -n 60 | sed 's/^/# /'
+		grep -E -A 20 'Kernel panic|BUG:|Oops|WARNING: CPU:' "$con" | head -n 60 | sed 's/^/# /'
 	fi
 fi
 line="$pass passed, $fail failed"
