@@ -29,7 +29,7 @@ export KDIR
 USER_DIRS := selftests
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
-	demo clean help
+	demo vmtest-harness clean help
 
 all: module userspace
 
@@ -48,10 +48,14 @@ unit: userspace
 
 ifeq ($(NATIVE),1)
 check: unit all
-	$(MAKE) -C selftests run_tests
+	$(MAKE) -C selftests run_tests T='$(T)'
 else
-check: unit vmtest
+check: unit vmtest vmtest-harness
 endif
+
+# The harness itself: it must pass good tests and fail bad ones.
+vmtest-harness:
+	selftests/qemu/harness_test.sh
 
 vmtest:
 	$(MAKE) -C selftests/qemu run T='$(T)'

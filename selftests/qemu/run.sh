@@ -54,13 +54,21 @@ if [ "${V:-0}" = 1 ]; then
 	tailpid=$!
 fi
 # Results (ttyS1) stream to our stdout as they come; the console to a file.
-timeout --foreground -k 10 "$timeout" \
-	qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
-	-m "${MEM:-2048}" -smp "${SMP:-2}" -display none -no-reboot \
-	-monitor none -kernel "$kernel" -initrd "$initrd" -append "$append" \
-	$net -serial "file:$con" -chardev stdio,id=res,signal=off \
-	-serial chardev:res < /dev/null | tee "$res" | grep -v '^CUBE-VMTEST-END'
-qrc=$?
+rm -f "$dir/qemu.rc"
+{
+	timeout --foreground -k 10 "$timeout" \
+		qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
+		-m "${MEM:-2048}" -smp "${SMP:-2}" -display none -no-reboot \
+		-monitor none -kernel "$kernel" -initrd "$initrd" \
+		-append "$append" $net -serial "file:$con" \
+		-chardev stdio,id=res,signal=off -serial chardev:res \
+		< /dev/null 2> "$dir/qemu.err"
+	echo $? > "$dir/qemu.rc"
+} | tee "$res" | grep -v '^CUBE-VMTEST-END'
+qrc=$(cat "$dir/qemu.rc")
+# QEMU's notices about CPU features TCG lacks are expected; anything else
+# it said is worth showing.
+grep -v "TCG doesn't support requested feature" "$dir/qemu.err" >&2
 [ -n "${tailpid:-}" ] && kill "$tailpid" 2>/dev/null
 secs=$(( $(date +%s) - start ))
 
