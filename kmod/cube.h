@@ -8,11 +8,11 @@
 #include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/cube.h>
+#include <net/netlink.h>
 
 struct sk_buff;
 struct netlink_callback;
 struct genl_info;
-struct nla_policy;
 
 /*
  * Module-wide counters, reported by CUBE_CMD_GET_STATS.  Every object
