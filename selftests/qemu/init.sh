@@ -45,7 +45,13 @@ modprobe kvm_amd || post "cannot load kvm_amd"
 [ -c /dev/kvm ] || post "no /dev/kvm"
 
 if [ "$net" = 1 ]; then
+	modprobe virtio_pci
 	modprobe virtio_net
+	i=0
+	while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 	ip link set lo up
 	ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 &&
 		ip route add default via 10.0.2.2 || post "cannot set up eth0"

@@ -27,7 +27,7 @@ if [ -n "${FWD:-}" ]; then
 	for pair in $(echo "$FWD" | tr ',' ' '); do
 		fwd="$fwd,hostfwd=tcp:127.0.0.1:${pair%%:*}-:${pair#*:}"
 	done
-	net="-netdev user,id=n0,restrict=on$fwd -device virtio-net-pci,netdev=n0"
+	net="-netdev user,id=n0,restrict=on$fwd -device virtio-net-pci,netdev=n0,romfile="
 	append="$append cube.net=1"
 fi
 
