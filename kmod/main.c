@@ -65,6 +65,8 @@ static long cube_dev_ioctl(struct file *file, unsigned int cmd,
 	 * Each subsystem owns a range of ioctl numbers and checks the
 	 * whole command (size and direction) itself.
 	 */
+	if (_IOC_NR(cmd) >= 0x30 && _IOC_NR(cmd) <= 0x4f)
+		return cube_mem_dev_ioctl(file, cmd, arg);
 	return -ENOTTY;
 }
 
@@ -86,9 +88,13 @@ static int __init cube_init(void)
 {
 	int ret;
 
+	ret = cube_mem_init();
+	if (ret)
+		return ret;
 	ret = misc_register(&cube_miscdev);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", CUBE_DEVICE_NAME, ret);
+		cube_mem_exit();
 		return ret;
 	}
 	pr_info("loaded, api version %d\n", CUBE_API_VERSION);
@@ -98,6 +104,7 @@ static int __init cube_init(void)
 static void __exit cube_exit(void)
 {
 	misc_deregister(&cube_miscdev);
+	cube_mem_exit();
 	cube_check_leaks();
 }
 

@@ -267,6 +267,193 @@ struct cube_pool_arg {
 /* --- snapshots and clones (0x30-0x4f) --- */
 
 /**
+ * DOC: snapshots and clones
+ *
+ * A snapshot is an immutable copy of guest memory with a 64-bit id, never
+ * reused while cube.ko is loaded.  %CUBE_IOC_SNAPSHOT_CREATE takes it from a
+ * memfd range, from a range of the caller's memory, or from a clone (to fork
+ * a live sandbox).  All-zero pages take no memory.  A snapshot lives until it
+ * is deleted; deleting one that clones or child snapshots still use unlinks
+ * its id at once and frees its pages when the last user goes.
+ *
+ * %CUBE_IOC_CLONE_CREATE returns a clone fd of a snapshot.  A %MAP_SHARED
+ * mapping of the clone fd is copy-on-write guest memory: reads see the
+ * snapshot, the first write to a page gives the clone a private copy.  Every
+ * mapping of one clone fd sees the same memory; no clone sees another's
+ * writes.  The ioctls on a clone fd are %CUBE_IOC_CLONE_RESET and
+ * %CUBE_IOC_CLONE_COUNTERS.
+ */
+
+/** define CUBE_SNAPSHOT_MAX_SIZE - largest snapshot, in bytes (1 TiB) */
+#define CUBE_SNAPSHOT_MAX_SIZE		(1ULL << 40)
+/** define CUBE_SNAPSHOT_MAX_DEPTH - longest chain of snapshots of clones */
+#define CUBE_SNAPSHOT_MAX_DEPTH		16
+
+/**
+ * enum cube_snapshot_source - where %CUBE_IOC_SNAPSHOT_CREATE reads memory
+ * @CUBE_SNAPSHOT_SRC_MEMFD: @length bytes at @offset of the memfd @fd
+ * @CUBE_SNAPSHOT_SRC_USER: @length bytes at @addr in the caller's memory
+ * @CUBE_SNAPSHOT_SRC_CLONE: the current contents of the clone fd @fd; the
+ *	new snapshot shares the clone's snapshot's pages and holds copies of
+ *	the clone's private pages only
+ */
+enum cube_snapshot_source {
+	CUBE_SNAPSHOT_SRC_MEMFD = 1,
+	CUBE_SNAPSHOT_SRC_USER = 2,
+	CUBE_SNAPSHOT_SRC_CLONE = 3,
+};
+
+/**
+ * struct cube_snapshot_create - argument of %CUBE_IOC_SNAPSHOT_CREATE
+ * @source: &enum cube_snapshot_source
+ * @fd: the memfd (%CUBE_SNAPSHOT_SRC_MEMFD) or clone fd
+ *	(%CUBE_SNAPSHOT_SRC_CLONE); otherwise -1
+ * @flags: zero
+ * @reserved: zero
+ * @offset: %CUBE_SNAPSHOT_SRC_MEMFD: page-aligned offset in the memfd;
+ *	otherwise zero
+ * @addr: %CUBE_SNAPSHOT_SRC_USER: page-aligned address; otherwise zero
+ * @length: page-aligned, not zero, at most %CUBE_SNAPSHOT_MAX_SIZE; zero
+ *	for %CUBE_SNAPSHOT_SRC_CLONE (the clone's size is used)
+ * @id: out: the new snapshot's id
+ *
+ * Errors: %EINVAL for a bad @source, @flags, @reserved, a field that must
+ * be zero, a zero or unaligned @length, @offset or @addr, or an fd of the
+ * wrong type (not a shmem memfd, not a clone fd); %EBADF for an @fd that is
+ * not open (or a memfd not open for reading); %EOVERFLOW when @offset +
+ * @length or @addr + @length overflows; %EFBIG when @length is larger than
+ * %CUBE_SNAPSHOT_MAX_SIZE; %ERANGE when the range ends past the memfd's
+ * size; %EFAULT for an unreadable user range; %EMLINK when the clone's
+ * snapshot is already %CUBE_SNAPSHOT_MAX_DEPTH deep; %EINTR when a fatal
+ * signal arrived; %ENOMEM.  On error nothing is created.
+ */
+struct cube_snapshot_create {
+	__u32 source;
+	__s32 fd;
+	__u32 flags;
+	__u32 reserved;
+	__u64 offset;
+	__u64 addr;
+	__u64 length;
+	__u64 id;
+};
+
+/**
+ * struct cube_snapshot_id - argument of %CUBE_IOC_SNAPSHOT_DELETE
+ * @id: the snapshot
+ * @flags: zero
+ * @reserved: zero
+ *
+ * Errors: %EINVAL for non-zero @flags or @reserved, %ENOENT for an unknown
+ * (or already deleted) id.
+ */
+struct cube_snapshot_id {
+	__u64 id;
+	__u32 flags;
+	__u32 reserved;
+};
+
+/**
+ * struct cube_snapshot_info - argument of %CUBE_IOC_SNAPSHOT_INFO
+ * @id: in: the snapshot
+ * @flags: in: zero
+ * @depth: out: 1 for a snapshot of memory, parent's depth + 1 for a
+ *	snapshot of a clone
+ * @size: out: size in bytes
+ * @pages: out: pages this snapshot holds itself (not its parent's)
+ * @parent_id: out: the snapshot this one extends (0: none)
+ * @clones: out: live clones of this snapshot
+ * @children: out: live snapshots taken of its clones
+ * @ws_pages: out: pages in its recorded working set
+ *
+ * Errors: %EINVAL for non-zero @flags, %ENOENT for an unknown id.
+ */
+struct cube_snapshot_info {
+	__u64 id;
+	__u32 flags;
+	__u32 depth;
+	__u64 size;
+	__u64 pages;
+	__u64 parent_id;
+	__u64 clones;
+	__u64 children;
+	__u64 ws_pages;
+};
+
+/** define CUBE_CLONE_F_PREFAULT - map the working set (or every snapshot
+ *	page when none is recorded) at mmap() time, so the guest takes few
+ *	faults */
+#define CUBE_CLONE_F_PREFAULT	(1U << 0)
+/** define CUBE_CLONE_F_RECORD - add the pages this clone touches to its
+ *	snapshot's working set */
+#define CUBE_CLONE_F_RECORD	(1U << 1)
+#define CUBE_CLONE_F_ALL	(CUBE_CLONE_F_PREFAULT | CUBE_CLONE_F_RECORD)
+
+/**
+ * struct cube_clone_create - argument of %CUBE_IOC_CLONE_CREATE
+ * @snapshot_id: the snapshot to clone
+ * @flags: %CUBE_CLONE_F_* bits
+ * @fd: out: the clone fd (close-on-exec), also the ioctl's return value
+ * @reserved: zero
+ *
+ * Errors: %EINVAL for unknown @flags or non-zero @reserved, %ENOENT for an
+ * unknown snapshot, %EMFILE, %ENOMEM.
+ */
+struct cube_clone_create {
+	__u64 snapshot_id;
+	__u32 flags;
+	__s32 fd;
+	__u64 reserved;
+};
+
+/**
+ * struct cube_clone_counters - answer of %CUBE_IOC_CLONE_COUNTERS
+ * @snapshot_id: the clone's snapshot
+ * @size: size of the clone in bytes
+ * @private_pages: pages the clone holds privately (it wrote to them)
+ * @shared_pages: distinct snapshot pages (zero pages included) the clone
+ *	has mapped since it was created or last reset
+ * @faults: page faults the clone handled (fault and write-notify calls)
+ * @cow_faults: private copies made
+ * @prefaulted: pages mapped by %CUBE_CLONE_F_PREFAULT
+ * @resets: %CUBE_IOC_CLONE_RESET calls
+ */
+struct cube_clone_counters {
+	__u64 snapshot_id;
+	__u64 size;
+	__u64 private_pages;
+	__u64 shared_pages;
+	__u64 faults;
+	__u64 cow_faults;
+	__u64 prefaulted;
+	__u64 resets;
+};
+
+/**
+ * struct cube_mem_stats - answer of %CUBE_IOC_MEM_STATS
+ * @snapshots: live snapshots (deleted ones still in use included)
+ * @clones: live clones
+ * @shared_pages: pages held by snapshots
+ * @private_pages: pages held privately by clones
+ */
+struct cube_mem_stats {
+	__u64 snapshots;
+	__u64 clones;
+	__u64 shared_pages;
+	__u64 private_pages;
+};
+
+/* on /dev/cube */
+#define CUBE_IOC_SNAPSHOT_CREATE _IOWR(CUBE_IOCTL_MAGIC, 0x30, struct cube_snapshot_create)
+#define CUBE_IOC_SNAPSHOT_DELETE _IOW(CUBE_IOCTL_MAGIC, 0x31, struct cube_snapshot_id)
+#define CUBE_IOC_SNAPSHOT_INFO	_IOWR(CUBE_IOCTL_MAGIC, 0x32, struct cube_snapshot_info)
+#define CUBE_IOC_CLONE_CREATE	_IOWR(CUBE_IOCTL_MAGIC, 0x33, struct cube_clone_create)
+#define CUBE_IOC_MEM_STATS	_IOR(CUBE_IOCTL_MAGIC, 0x34, struct cube_mem_stats)
+/* on a clone fd */
+#define CUBE_IOC_CLONE_RESET	_IO(CUBE_IOCTL_MAGIC, 0x40)
+#define CUBE_IOC_CLONE_COUNTERS	_IOR(CUBE_IOCTL_MAGIC, 0x41, struct cube_clone_counters)
+
+/**
  * DOC: generic netlink
  *
  * The family is named %CUBE_GENL_NAME; resolve its id with the nlctrl
@@ -481,5 +668,33 @@ enum cube_pool_attr {
 #define CUBE_POOL_A_MAX (__CUBE_POOL_A_MAX - 1)
 
 /* --- snapshot attributes --- */
+
+/**
+ * enum cube_snapshot_attr - attributes of the %CUBE_A_SNAPSHOT nest
+ * @CUBE_SNAPSHOT_A_UNSPEC: unused
+ * @CUBE_SNAPSHOT_A_PAD: padding
+ * @CUBE_SNAPSHOT_A_ID: u64, the snapshot's id (the key in requests)
+ * @CUBE_SNAPSHOT_A_SIZE: u64, size in bytes
+ * @CUBE_SNAPSHOT_A_PAGES: u64, pages the snapshot holds itself
+ * @CUBE_SNAPSHOT_A_PARENT_ID: u64, the snapshot it extends (absent: none)
+ * @CUBE_SNAPSHOT_A_DEPTH: u32, length of its chain of parents, itself included
+ * @CUBE_SNAPSHOT_A_CLONES: u32, live clones
+ * @CUBE_SNAPSHOT_A_CHILDREN: u32, live snapshots of its clones
+ * @CUBE_SNAPSHOT_A_WS_PAGES: u64, pages in its recorded working set
+ */
+enum cube_snapshot_attr {
+	CUBE_SNAPSHOT_A_UNSPEC,
+	CUBE_SNAPSHOT_A_PAD,
+	CUBE_SNAPSHOT_A_ID,
+	CUBE_SNAPSHOT_A_SIZE,
+	CUBE_SNAPSHOT_A_PAGES,
+	CUBE_SNAPSHOT_A_PARENT_ID,
+	CUBE_SNAPSHOT_A_DEPTH,
+	CUBE_SNAPSHOT_A_CLONES,
+	CUBE_SNAPSHOT_A_CHILDREN,
+	CUBE_SNAPSHOT_A_WS_PAGES,
+	__CUBE_SNAPSHOT_A_MAX
+};
+#define CUBE_SNAPSHOT_A_MAX (__CUBE_SNAPSHOT_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_CUBE_H */

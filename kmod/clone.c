@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube.ko: copy-on-write clones of snapshots.
+ *
+ * A clone fd is a file of cube's own pseudo filesystem, so every clone has
+ * an address_space of its own: unmap_mapping_range() on it reaches every
+ * mapping of the clone, in every process, and fires the MMU notifiers (KVM
+ * drops its SPTEs).  The clone's pages are not in that address_space's page
+ * cache; ->fault hands the core mm a referenced, locked struct page:
+ *
+ *  - a read fault maps the snapshot's page (or the module's page of zeros
+ *    for a hole).  The mapping is MAP_SHARED with ->page_mkwrite, so the
+ *    core mm maps it read-only;
+ *  - the first write to a page (a write fault, or ->page_mkwrite on a
+ *    read-only PTE) copies the page into a private page of the clone and
+ *    zaps the old PTEs of that offset in every mapping; the private page is
+ *    then mapped writable.  A shared page is never mapped writable.
+ *
+ * @pages maps an offset to the clone's private page, or to CUBE_CLONE_SEEN
+ * when the clone mapped the snapshot's page there.
+ *
+ * Ordering against PTE installation, which the core mm does after ->fault
+ * returns: a fault returns its page locked and installs the PTE before
+ * unlocking it, after checking under the page lock that the page is still
+ * what the offset resolves to.  Whoever changes what an offset resolves to
+ * does it under the lock of the page it replaces, then zaps the offset: a
+ * fault that checked before sees its PTE zapped, a fault that checks after
+ * sees the new page.  Private pages are only removed (reset, release) under
+ * @lock, so the snapshot of a clone can walk them.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/mount.h>
+#include <linux/pagemap.h>
+#include <linux/pseudo_fs.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "cube.h"
+#include "mem.h"
+
+#define CUBE_MEM_MAGIC		0x63756265	/* "cube" */
+#define CUBE_CLONE_SEEN		xa_mk_value(1)
+
+struct cube_clone {
+	struct kref ref;
+	struct cube_snapshot *snap;
+	struct inode *inode;
+	pgoff_t nr_pages;
+	unsigned int flags;
+	struct xarray pages;
+	struct mutex lock;
+	atomic64_t private_pages;
+	atomic64_t shared_pages;
+	atomic64_t faults;
+	atomic64_t cow_faults;
+	atomic64_t prefaulted;
+	atomic64_t resets;
+};
+
+static struct vfsmount *cube_mem_mnt;
+static const struct file_operations cube_clone_fops;
+
+static void cube_clone_release_pages(struct cube_clone *clone)
+{
+	unsigned long index;
+	void *entry;
+
+	xa_for_each(&clone->pages, index, entry) {
+		if (xa_is_value(entry))
+			continue;
+		put_page(entry);
+		atomic64_dec(&cube_stats.private_pages);
+	}
+	xa_destroy(&clone->pages);
+}
+
+static void cube_clone_free(struct kref *ref)
+{
+	struct cube_clone *clone = container_of(ref, struct cube_clone, ref);
+
+	/* No mapping is left: every VMA holds the file. */
+	cube_clone_release_pages(clone);
+	atomic_dec(&clone->snap->clones);
+	cube_snapshot_put(clone->snap);
+	iput(clone->inode);
+	kfree(clone);
+	atomic64_dec(&cube_stats.clones);
+}
+
+void cube_clone_put(struct cube_clone *clone)
+{
+	if (clone)
+		kref_put(&clone->ref, cube_clone_free);
+}
+
+/**
+ * cube_clone_fget() - the clone behind a clone fd
+ * @fd: the file descriptor
+ *
+ * Return: the clone with a new reference; ERR_PTR(-EBADF) when @fd is not
+ * open, ERR_PTR(-EINVAL) when it is not a clone fd.
+ */
+struct cube_clone *cube_clone_fget(int fd)
+{
+	struct cube_clone *clone;
+	struct fd f = fdget(fd);
+
+	if (!f.file)
+		return ERR_PTR(-EBADF);
+	if (f.file->f_op != &cube_clone_fops) {
+		fdput(f);
+		return ERR_PTR(-EINVAL);
+	}
+	clone = f.file->private_data;
+	kref_get(&clone->ref);
+	fdput(f);
+	return clone;
+}
+
+void cube_clone_counters(struct cube_clone *clone, u64 *private_pages,
+			 u64 *shared_pages, u64 *faults)
+{
+	*private_pages = atomic64_read(&clone->private_pages);
+	*shared_pages = atomic64_read(&clone->shared_pages);
+	*faults = atomic64_read(&clone->faults);
+}
+
+static void cube_clone_zap(struct cube_clone *clone, pgoff_t index,
+			   pgoff_t nr)
+{
+	unmap_mapping_range(clone->inode->i_mapping,
+			    (loff_t)index << PAGE_SHIFT,
+			    (loff_t)nr << PAGE_SHIFT, 1);
+}
+
+/* The clone's private page at @index, referenced, or NULL. */
+static struct page *cube_clone_private(struct cube_clone *clone,
+				       pgoff_t index)
+{
+	struct page *page;
+
+	xa_lock(&clone->pages);
+	page = xa_load(&clone->pages, index);
+	if (xa_is_value(page))
+		page = NULL;
+	if (page)
+		get_page(page);
+	xa_unlock(&clone->pages);
+	return page;
+}
+
+/* Lock a private page and check it is still the clone's at @index. */
+static bool cube_clone_lock_private(struct cube_clone *clone, pgoff_t index,
+				    struct page *page)
+{
+	lock_page(page);
+	if (xa_load(&clone->pages, index) == page)
+		return true;
+	unlock_page(page);
+	put_page(page);
+	return false;
+}
+
+static void cube_clone_touch(struct cube_clone *clone, pgoff_t index)
+{
+	if (clone->flags & CUBE_CLONE_F_RECORD)
+		cube_snapshot_record(clone->snap, index);
+}
+
+/*
+ * What @index resolves to now, referenced and locked: the clone's private
+ * page, else the snapshot's page (or the page of zeros).
+ */
+static struct page *cube_clone_get_page(struct cube_clone *clone,
+					pgoff_t index)
+{
+	struct page *page;
+	void *old;
+
+	for (;;) {
+		page = cube_clone_private(clone, index);
+		if (page) {
+			if (cube_clone_lock_private(clone, index, page))
+				return page;
+			continue;
+		}
+		old = xa_cmpxchg(&clone->pages, index, NULL, CUBE_CLONE_SEEN,
+				 GFP_KERNEL_ACCOUNT);
+		if (xa_is_err(old))
+			return ERR_PTR(xa_err(old));
+		if (!old) {
+			atomic64_inc(&clone->shared_pages);
+			cube_clone_touch(clone, index);
+		} else if (old != CUBE_CLONE_SEEN) {
+			continue;	/* a private page appeared */
+		}
+		page = cube_snapshot_page(clone->snap, index) ?: cube_zero_page;
+		get_page(page);
+		lock_page(page);
+		old = xa_load(&clone->pages, index);
+		if (!old || xa_is_value(old))
+			return page;
+		unlock_page(page);
+		put_page(page);
+	}
+}
+
+/*
+ * The clone's private page at @index, referenced and locked; made now from
+ * the snapshot's page when there is none.
+ */
+static struct page *cube_clone_get_private(struct cube_clone *clone,
+					   pgoff_t index)
+{
+	struct page *page, *src;
+	void *old;
+
+	for (;;) {
+		page = cube_clone_private(clone, index);
+		if (page) {
+			if (cube_clone_lock_private(clone, index, page))
+				return page;
+			continue;
+		}
+		page = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT);
+		if (!page)
+			return ERR_PTR(-ENOMEM);
+		src = cube_snapshot_page(clone->snap, index);
+		if (src)
+			copy_highpage(page, src);
+		else
+			clear_highpage(page);
+		__SetPageLocked(page);
+		src = src ?: cube_zero_page;
+
+		/* Replace what the offset resolved to, under its lock. */
+		lock_page(src);
+		old = xa_cmpxchg(&clone->pages, index, NULL, page,
+				 GFP_KERNEL_ACCOUNT);
+		if (old == CUBE_CLONE_SEEN) {
+			old = xa_cmpxchg(&clone->pages, index, CUBE_CLONE_SEEN,
+					 page, GFP_KERNEL_ACCOUNT);
+			if (old == CUBE_CLONE_SEEN) {
+				atomic64_dec(&clone->shared_pages);
+				old = NULL;
+			} else if (!old) {
+				old = CUBE_CLONE_SEEN;	/* changed: retry */
+			}
+		} else if (!old) {
+			cube_clone_touch(clone, index);
+		}
+		unlock_page(src);
+		if (old) {
+			__ClearPageLocked(page);
+			put_page(page);
+			if (xa_is_err(old))
+				return ERR_PTR(xa_err(old));
+			continue;
+		}
+		atomic64_inc(&clone->private_pages);
+		atomic64_inc(&clone->cow_faults);
+		atomic64_inc(&cube_stats.private_pages);
+		/* Other mappings may still map the shared page: zap them. */
+		cube_clone_zap(clone, index, 1);
+		get_page(page);		/* for the caller; @pages has one */
+		return page;
+	}
+}
+
+/* Map what the snapshot holds for this VMA (its working set if recorded). */
+static void cube_clone_prefault_one(struct cube_clone *clone,
+				    struct vm_area_struct *vma, pgoff_t index)
+{
+	unsigned long addr;
+	struct page *page;
+
+	if (index < vma->vm_pgoff || index - vma->vm_pgoff >= vma_pages(vma))
+		return;
+	addr = vma->vm_start + ((index - vma->vm_pgoff) << PAGE_SHIFT);
+	page = cube_clone_get_page(clone, index);
+	if (IS_ERR(page))
+		return;
+	if (!vm_insert_page(vma, addr, page))
+		atomic64_inc(&clone->prefaulted);
+	unlock_page(page);
+	put_page(page);
+}
+
+static void cube_clone_prefault(struct cube_clone *clone,
+				struct vm_area_struct *vma)
+{
+	pgoff_t first = vma->vm_pgoff, last = first + vma_pages(vma) - 1;
+	struct cube_snapshot *snap = clone->snap;
+	unsigned long index;
+	void *entry;
+
+	if (atomic_long_read(&snap->ws_pages)) {
+		xa_for_each_range(&snap->ws, index, entry, first, last)
+			cube_clone_prefault_one(clone, vma, index);
+		return;
+	}
+	for (; snap; snap = snap->parent)
+		xa_for_each_range(&snap->pages, index, entry, first, last)
+			cube_clone_prefault_one(clone, vma, index);
+}
+
+static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct cube_clone *clone = vma->vm_file->private_data;
+	struct page *page;
+
+	if (vmf->pgoff >= clone->nr_pages)
+		return VM_FAULT_SIGBUS;
+	atomic64_inc(&clone->faults);
+	/*
+	 * CUBE_CLONE_F_PREFAULT: the first fault on a VMA maps the working
+	 * set.  Done here rather than at mmap() time, so the VMA is already
+	 * in the address_space and every zap reaches what is mapped.
+	 */
+	if (vma->vm_private_data &&
+	    cmpxchg(&vma->vm_private_data, clone, NULL) == clone)
+		cube_clone_prefault(clone, vma);
+
+	if (vmf->flags & FAULT_FLAG_WRITE)
+		page = cube_clone_get_private(clone, vmf->pgoff);
+	else
+		page = cube_clone_get_page(clone, vmf->pgoff);
+	if (IS_ERR(page))
+		return vmf_error(PTR_ERR(page));
+	vmf->page = page;
+	return VM_FAULT_LOCKED;
+}
+
+static vm_fault_t cube_clone_page_mkwrite(struct vm_fault *vmf)
+{
+	struct cube_clone *clone = vmf->vma->vm_file->private_data;
+	struct page *page = vmf->page;
+
+	atomic64_inc(&clone->faults);
+	lock_page(page);
+	if (xa_load(&clone->pages, vmf->pgoff) == page)
+		return VM_FAULT_LOCKED;		/* private: may be written */
+	unlock_page(page);
+
+	/* A shared (or stale) page: make the private copy, refault it. */
+	page = cube_clone_get_private(clone, vmf->pgoff);
+	if (IS_ERR(page))
+		return vmf_error(PTR_ERR(page));
+	unlock_page(page);
+	put_page(page);
+	cube_clone_zap(clone, vmf->pgoff, 1);
+	return VM_FAULT_NOPAGE;
+}
+
+static const struct vm_operations_struct cube_clone_vm_ops = {
+	.fault		= cube_clone_fault,
+	.page_mkwrite	= cube_clone_page_mkwrite,
+};
+
+static int cube_clone_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct cube_clone *clone = file->private_data;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_pgoff >= clone->nr_pages ||
+	    vma_pages(vma) > clone->nr_pages - vma->vm_pgoff)
+		return -EINVAL;
+	/*
+	 * Normal struct-page PTEs (GUP and KVM work on them); VM_MIXEDMAP
+	 * lets the prefault use vm_insert_page() from ->fault.
+	 */
+	vma->vm_flags |= VM_MIXEDMAP | VM_DONTEXPAND;
+	vma->vm_ops = &cube_clone_vm_ops;
+	vma->vm_private_data = (clone->flags & CUBE_CLONE_F_PREFAULT) ?
+			       clone : NULL;
+	return 0;
+}
+
+static long cube_clone_reset(struct cube_clone *clone)
+{
+	unsigned long index;
+	void *entry;
+
+	mutex_lock(&clone->lock);
+	xa_for_each(&clone->pages, index, entry) {
+		struct page *page = entry;
+
+		if (xa_is_value(entry)) {
+			if (xa_cmpxchg(&clone->pages, index, entry, NULL, 0) ==
+			    entry)
+				atomic64_dec(&clone->shared_pages);
+			continue;
+		}
+		lock_page(page);
+		if (xa_cmpxchg(&clone->pages, index, page, NULL, 0) == page) {
+			atomic64_dec(&clone->private_pages);
+			atomic64_dec(&cube_stats.private_pages);
+			unlock_page(page);
+			put_page(page);	/* mapped PTEs keep theirs */
+		} else {
+			unlock_page(page);
+		}
+		cond_resched();
+	}
+	cube_clone_zap(clone, 0, clone->nr_pages);
+	atomic64_inc(&clone->resets);
+	mutex_unlock(&clone->lock);
+	return 0;
+}
+
+static long cube_clone_counters_ioctl(struct cube_clone *clone,
+				      void __user *argp)
+{
+	struct cube_clone_counters c = {
+		.snapshot_id = clone->snap->id,
+		.size = (u64)clone->nr_pages << PAGE_SHIFT,
+		.private_pages = atomic64_read(&clone->private_pages),
+		.shared_pages = atomic64_read(&clone->shared_pages),
+		.faults = atomic64_read(&clone->faults),
+		.cow_faults = atomic64_read(&clone->cow_faults),
+		.prefaulted = atomic64_read(&clone->prefaulted),
+		.resets = atomic64_read(&clone->resets),
+	};
+
+	return copy_to_user(argp, &c, sizeof(c)) ? -EFAULT : 0;
+}
+
+static long cube_clone_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg)
+{
+	struct cube_clone *clone = file->private_data;
+
+	switch (cmd) {
+	case CUBE_IOC_CLONE_RESET:
+		return cube_clone_reset(clone);
+	case CUBE_IOC_CLONE_COUNTERS:
+		return cube_clone_counters_ioctl(clone, (void __user *)arg);
+	}
+	return -ENOTTY;
+}
+
+static int cube_clone_release(struct inode *inode, struct file *file)
+{
+	cube_clone_put(file->private_data);
+	return 0;
+}
+
+static const struct file_operations cube_clone_fops = {
+	.owner		= THIS_MODULE,
+	.mmap		= cube_clone_mmap,
+	.unlocked_ioctl	= cube_clone_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.release	= cube_clone_release,
+	.llseek		= noop_llseek,
+};
+
+/**
+ * cube_clone_fork() - snapshot the current contents of a clone
+ * @fd: the clone fd
+ * @out: the new, unlinked snapshot
+ *
+ * The new snapshot extends the clone's snapshot and holds copies of the
+ * clone's private pages only.  Pages the guest writes meanwhile may be
+ * caught half written: pause the vCPUs first.
+ *
+ * Return: 0 or a negative errno.
+ */
+int cube_clone_fork(int fd, struct cube_snapshot **out)
+{
+	struct cube_snapshot *snap;
+	struct cube_clone *clone;
+	struct page *copy = NULL;
+	unsigned long index;
+	void *entry;
+	int ret = 0;
+
+	clone = cube_clone_fget(fd);
+	if (IS_ERR(clone))
+		return PTR_ERR(clone);
+	if (clone->snap->depth >= CUBE_SNAPSHOT_MAX_DEPTH) {
+		ret = -EMLINK;
+		goto out_put;
+	}
+	snap = cube_snapshot_alloc(clone->nr_pages, clone->snap);
+	if (!snap) {
+		ret = -ENOMEM;
+		goto out_put;
+	}
+
+	mutex_lock(&clone->lock);
+	xa_for_each(&clone->pages, index, entry) {
+		if (xa_is_value(entry))
+			continue;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		if (!copy) {
+			copy = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT);
+			if (!copy) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		copy_highpage(copy, entry);
+		ret = cube_snapshot_store(snap, index, copy);
+		if (ret < 0)
+			break;
+		if (ret)
+			copy = NULL;
+		ret = 0;
+		cond_resched();
+	}
+	mutex_unlock(&clone->lock);
+	if (copy)
+		__free_page(copy);
+	if (ret)
+		cube_snapshot_put(snap);
+	else
+		*out = snap;
+out_put:
+	cube_clone_put(clone);
+	return ret;
+}
+
+static struct cube_clone *cube_clone_alloc(struct cube_snapshot *snap,
+					   unsigned int flags)
+{
+	struct cube_clone *clone;
+
+	clone = kzalloc(sizeof(*clone), GFP_KERNEL_ACCOUNT);
+	if (!clone)
+		return NULL;
+	clone->inode = alloc_anon_inode(cube_mem_mnt->mnt_sb);
+	if (IS_ERR(clone->inode)) {
+		kfree(clone);
+		return NULL;
+	}
+	kref_init(&clone->ref);
+	clone->snap = snap;
+	clone->nr_pages = snap->nr_pages;
+	clone->flags = flags;
+	xa_init(&clone->pages);
+	mutex_init(&clone->lock);
+	i_size_write(clone->inode, (loff_t)snap->nr_pages << PAGE_SHIFT);
+	atomic_inc(&snap->clones);
+	atomic64_inc(&cube_stats.clones);
+	return clone;
+}
+
+/**
+ * cube_clone_create_ioctl() - %CUBE_IOC_CLONE_CREATE
+ * @argp: &struct cube_clone_create
+ *
+ * Return: the new clone fd or a negative errno.
+ */
+long cube_clone_create_ioctl(void __user *argp)
+{
+	struct cube_clone_create arg;
+	struct cube_snapshot *snap;
+	struct cube_clone *clone;
+	struct file *file;
+	int fd, ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if ((arg.flags & ~CUBE_CLONE_F_ALL) || arg.reserved)
+		return -EINVAL;
+	snap = cube_snapshot_get_id(arg.snapshot_id);
+	if (!snap)
+		return -ENOENT;
+
+	ret = -ENOMEM;
+	clone = cube_clone_alloc(snap, arg.flags);
+	if (!clone) {
+		cube_snapshot_put(snap);
+		return ret;
+	}
+	/* From here the clone owns the snapshot reference. */
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		ret = fd;
+		goto err_clone;
+	}
+	ihold(clone->inode);	/* the file's; the clone keeps its own */
+	file = alloc_file_pseudo(clone->inode, cube_mem_mnt, "cube-clone",
+				 O_RDWR, &cube_clone_fops);
+	if (IS_ERR(file)) {
+		iput(clone->inode);
+		ret = PTR_ERR(file);
+		goto err_fd;
+	}
+	file->private_data = clone;
+	arg.fd = fd;
+	if (copy_to_user(argp, &arg, sizeof(arg))) {
+		/* The file owns the clone reference now. */
+		fput(file);
+		put_unused_fd(fd);
+		return -EFAULT;
+	}
+	fd_install(fd, file);
+	return fd;
+
+err_fd:
+	put_unused_fd(fd);
+err_clone:
+	cube_clone_put(clone);
+	return ret;
+}
+
+static int cube_mem_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, CUBE_MEM_MAGIC) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type cube_mem_fs_type = {
+	.owner		= THIS_MODULE,
+	.name		= "cube_mem",
+	.init_fs_context = cube_mem_init_fs_context,
+	.kill_sb	= kill_anon_super,
+};
+
+int cube_clone_fs_init(void)
+{
+	cube_mem_mnt = kern_mount(&cube_mem_fs_type);
+	return PTR_ERR_OR_ZERO(cube_mem_mnt);
+}
+
+void cube_clone_fs_exit(void)
+{
+	kern_unmount(cube_mem_mnt);
+}

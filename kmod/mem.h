@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Guest memory snapshots and copy-on-write clones: declarations shared by
+ * snapshot.c, clone.c and snapshot_nl.c.
+ */
+#ifndef _CUBE_MEM_H
+#define _CUBE_MEM_H
+
+#include <linux/kref.h>
+#include <linux/mm_types.h>
+#include <linux/mutex.h>
+#include <linux/xarray.h>
+
+/*
+ * A snapshot: immutable guest memory.  @pages maps a page offset to a
+ * struct page the snapshot holds a reference on, or to CUBE_SNAP_ZERO (a
+ * page the snapshot's clone zeroed although the parent has data there).
+ * A missing entry falls through to @parent, and reads as zeros at the end
+ * of the chain.  @ws is the recorded working set: offsets with value
+ * entries.
+ *
+ * References: one while the id is linked in the snapshot table, one per
+ * clone and one per child snapshot.
+ */
+struct cube_snapshot {
+	struct kref ref;
+	u64 id;
+	pgoff_t nr_pages;
+	unsigned int depth;
+	struct cube_snapshot *parent;
+	struct xarray pages;
+	unsigned long held;		/* struct pages in @pages */
+	struct xarray ws;
+	atomic_long_t ws_pages;
+	atomic_t clones;
+	atomic_t children;
+};
+
+#define CUBE_SNAP_ZERO		xa_mk_value(0)
+
+/* The module's page of zeros: what holes of a snapshot map. */
+extern struct page *cube_zero_page;
+
+/* snapshot.c */
+struct cube_snapshot *cube_snapshot_get_id(u64 id);
+void cube_snapshot_put(struct cube_snapshot *snap);
+int cube_snapshot_delete(u64 id);
+struct page *cube_snapshot_page(struct cube_snapshot *snap, pgoff_t index);
+int cube_snapshot_record(struct cube_snapshot *snap, pgoff_t index);
+void cube_snapshot_info(struct cube_snapshot *snap,
+			struct cube_snapshot_info *info);
+struct cube_snapshot *cube_snapshot_next(u64 *id);
+struct cube_snapshot *cube_snapshot_alloc(pgoff_t nr_pages,
+					  struct cube_snapshot *parent);
+int cube_snapshot_link(struct cube_snapshot *snap);
+bool cube_page_is_zero(struct page *page);
+int cube_snapshot_store(struct cube_snapshot *snap, pgoff_t index,
+			struct page *page);
+long cube_snapshot_ioctl(unsigned int cmd, void __user *argp);
+void cube_snapshot_unlink_all(void);
+
+/* clone.c */
+int cube_clone_fork(int fd, struct cube_snapshot **out);
+long cube_clone_create_ioctl(void __user *argp);
+int cube_clone_fs_init(void);
+void cube_clone_fs_exit(void);
+
+#endif /* _CUBE_MEM_H */
