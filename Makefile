@@ -26,7 +26,7 @@ RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
 KDIR ?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
 export KDIR
 
-USER_DIRS := selftests
+USER_DIRS := lib selftests
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
 	demo vmtest-harness clean help
@@ -41,6 +41,9 @@ userspace: $(USER_DIRS)
 
 $(USER_DIRS):
 	$(MAKE) -C $@
+
+# libcube first: the programs and the tests link it.
+$(filter-out lib,$(USER_DIRS)): lib
 
 # Native unit tests of userspace code and of the uapi header.
 unit: userspace

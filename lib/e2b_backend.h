@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * e2b_backend.h: the requests the E2B server understands, and the backend
+ * interface that carries them out.
+ *
+ * The HTTP layers (e2b_server.c, e2b_control.c, e2b_envd.c) parse and check
+ * every request into the structures below, then call one backend operation.
+ * A backend returns 0 or a negative errno; the HTTP layers turn that errno
+ * into the status code and error body the SDK expects:
+ *   -ENOENT  unknown sandbox / process / file      404, not_found
+ *   -EINVAL  a value the backend cannot honour     400, invalid_argument
+ *   -EEXIST  already exists                        409, already_exists
+ *   -EACCES  not allowed                           403, permission_denied
+ *   -ENOSPC, -EAGAIN  out of capacity              429 / 507
+ *   -EOPNOTSUPP  not implemented                   501, unimplemented
+ *   anything else                                  500, internal
+ * Backends never print; they may fill an optional message buffer.
+ */
+#ifndef CUBE_E2B_BACKEND_H
+#define CUBE_E2B_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "e2b_auth.h"
+#include "e2b_route.h"
+
+#define E2B_TEMPLATE_MAX	63
+#define E2B_TIMEOUT_MAX		86400	/* seconds */
+#define E2B_TIMEOUT_DEFAULT	15	/* seconds, when a create omits it */
+#define E2B_MSG_MAX		256
+
+/* The envd version this server reports; the SDK gates features on it. */
+#define E2B_ENVD_VERSION	"0.5.7"
+
+struct e2b_kv {
+	char *key;
+	char *value;
+};
+
+struct e2b_kvs {
+	struct e2b_kv *v;
+	size_t n;
+};
+
+void e2b_kvs_free(struct e2b_kvs *kvs);
+int e2b_kvs_add(struct e2b_kvs *kvs, const char *key, const char *value);
+int e2b_kvs_copy(struct e2b_kvs *dst, const struct e2b_kvs *src);
+const char *e2b_kvs_get(const struct e2b_kvs *kvs, const char *key);
+
+/** struct e2b_new_sandbox - POST /v2/sandboxes */
+struct e2b_new_sandbox {
+	char template_id[E2B_TEMPLATE_MAX + 1];
+	unsigned int timeout;		/* seconds */
+	struct e2b_kvs metadata;
+	struct e2b_kvs env;
+	int allow_internet;		/* -1: not given */
+	bool auto_pause;
+};
+
+/** struct e2b_sandbox - what the control plane reports about a sandbox */
+struct e2b_sandbox {
+	char id[E2B_ID_MAX + 1];
+	char template_id[E2B_TEMPLATE_MAX + 1];
+	struct e2b_kvs metadata;
+	time_t started_at;
+	time_t end_at;
+	unsigned int vcpus;
+	unsigned int memory_mb;
+	unsigned int disk_mb;
+	bool paused;
+	char envd_token[E2B_TOKEN_LEN + 1];
+};
+
+void e2b_sandbox_free(struct e2b_sandbox *sb);
+
+/** struct e2b_proc_config - process.ProcessConfig */
+struct e2b_proc_config {
+	char *cmd;
+	char **args;
+	size_t nargs;
+	struct e2b_kvs envs;
+	char *cwd;			/* NULL: the user's home */
+};
+
+/** struct e2b_start - process.StartRequest plus the envd user */
+struct e2b_start {
+	struct e2b_proc_config proc;
+	bool pty;
+	unsigned int cols, rows;
+	char *tag;
+	bool stdin_open;
+	char user[E2B_USER_MAX + 1];	/* "" for the default user */
+};
+
+void e2b_start_free(struct e2b_start *s);
+
+/** struct e2b_selector - process.ProcessSelector: one of pid, tag */
+struct e2b_selector {
+	uint32_t pid;
+	char *tag;			/* when not NULL, select by tag */
+};
+
+enum e2b_event_type {
+	E2B_EV_START,
+	E2B_EV_STDOUT,
+	E2B_EV_STDERR,
+	E2B_EV_PTY,
+	E2B_EV_END,
+};
+
+/**
+ * struct e2b_event - one process event
+ * @type: which
+ * @pid: E2B_EV_START: the process id
+ * @data, @len: output events: the bytes (valid until the next event)
+ * @exit_code: E2B_EV_END: exit status, or -1 when killed by a signal
+ * @signal: E2B_EV_END: the signal that killed it, 0 if none
+ * @error: E2B_EV_END: an error message, "" if none
+ */
+struct e2b_event {
+	enum e2b_event_type type;
+	uint32_t pid;
+	const void *data;
+	size_t len;
+	int exit_code;
+	int signal;
+	char error[E2B_MSG_MAX];
+};
+
+/** struct e2b_proc_info - process.ProcessInfo */
+struct e2b_proc_info {
+	uint32_t pid;
+	char *tag;
+	struct e2b_proc_config config;
+};
+
+void e2b_proc_info_free(struct e2b_proc_info *p, size_t n);
+
+enum e2b_file_type {
+	E2B_FT_UNSPEC,
+	E2B_FT_FILE,
+	E2B_FT_DIR,
+	E2B_FT_SYMLINK,
+};
+
+/** struct e2b_entry - filesystem.EntryInfo */
+struct e2b_entry {
+	char *name;
+	char *path;
+	enum e2b_file_type type;
+	int64_t size;
+	uint32_t mode;
+	char owner[E2B_USER_MAX + 1];
+	char group[E2B_USER_MAX + 1];
+	time_t mtime;
+	char *symlink_target;		/* NULL when not a symlink */
+};
+
+void e2b_entry_free(struct e2b_entry *e, size_t n);
+
+struct e2b_proc;	/* a backend's running-process stream */
+struct e2b_file;	/* a backend's open file transfer */
+
+/**
+ * struct e2b_backend_ops - what the E2B server needs from a backend
+ *
+ * @be is the backend's own pointer.  @id names a sandbox.  @msg, when not
+ * NULL, may receive a one-line reason for an error (E2B_MSG_MAX bytes).
+ *
+ * @proc_next blocks up to @timeout_ms for the next event of a process
+ * stream: 0 with @ev filled, -ETIMEDOUT when nothing came (the server sends
+ * a keepalive), -EPIPE after the E2B_EV_END event was delivered, other
+ * -errno when the stream broke.  @proc_close ends a stream (the process
+ * keeps running).
+ *
+ * @file_read opens @path for download; @file_read_chunk fills @buf and
+ * returns the byte count, 0 at the end, or -errno.  @file_write opens @path
+ * for upload (creating parent directories, replacing the file);
+ * @file_write_chunk appends; @file_close with @commit finishes it (then
+ * @entry, when not NULL, describes the file), without @commit discards it.
+ */
+struct e2b_backend_ops {
+	int (*create)(void *be, const struct e2b_new_sandbox *req,
+		      struct e2b_sandbox *out, char *msg);
+	int (*list)(void *be, struct e2b_sandbox **out, size_t *n);
+	int (*get)(void *be, const char *id, struct e2b_sandbox *out);
+	int (*kill)(void *be, const char *id);
+	int (*set_timeout)(void *be, const char *id, unsigned int secs);
+
+	int (*proc_start)(void *be, const char *id, const struct e2b_start *req,
+			  struct e2b_proc **out, char *msg);
+	int (*proc_connect)(void *be, const char *id,
+			    const struct e2b_selector *sel,
+			    struct e2b_proc **out);
+	int (*proc_next)(struct e2b_proc *p, struct e2b_event *ev,
+			 int timeout_ms);
+	void (*proc_close)(struct e2b_proc *p);
+	int (*proc_list)(void *be, const char *id, struct e2b_proc_info **out,
+			 size_t *n);
+	int (*proc_signal)(void *be, const char *id,
+			   const struct e2b_selector *sel, int sig);
+	int (*proc_input)(void *be, const char *id,
+			  const struct e2b_selector *sel, const void *data,
+			  size_t len);
+	int (*proc_close_stdin)(void *be, const char *id,
+				const struct e2b_selector *sel);
+
+	int (*fs_stat)(void *be, const char *id, const char *user,
+		       const char *path, struct e2b_entry *out, char *msg);
+	int (*fs_list)(void *be, const char *id, const char *user,
+		       const char *path, unsigned int depth,
+		       struct e2b_entry **out, size_t *n, char *msg);
+	int (*fs_mkdir)(void *be, const char *id, const char *user,
+			const char *path, struct e2b_entry *out, char *msg);
+	int (*fs_move)(void *be, const char *id, const char *user,
+		       const char *from, const char *to,
+		       struct e2b_entry *out, char *msg);
+	int (*fs_remove)(void *be, const char *id, const char *user,
+			 const char *path, char *msg);
+
+	int (*file_read)(void *be, const char *id, const char *user,
+			 const char *path, struct e2b_file **out,
+			 int64_t *size, char *msg);
+	ssize_t (*file_read_chunk)(struct e2b_file *f, void *buf, size_t len);
+	int (*file_write)(void *be, const char *id, const char *user,
+			  const char *path, struct e2b_file **out, char *msg);
+	int (*file_write_chunk)(struct e2b_file *f, const void *buf,
+				size_t len);
+	int (*file_close)(struct e2b_file *f, bool commit,
+			  struct e2b_entry *entry, char *msg);
+};
+
+struct e2b_backend {
+	const struct e2b_backend_ops *ops;
+	void *be;
+};
+
+#endif /* CUBE_E2B_BACKEND_H */
