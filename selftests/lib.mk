@@ -5,6 +5,8 @@
 #   TEST_GEN_PROGS   C test programs built from <name>.c (KTAP output)
 #   TEST_PROGS       test scripts run as they are (KTAP output)
 #   TEST_FILES       extra files installed beside the tests
+#   TEST_DISKS       image files the VM harness attaches to L1 as read-only
+#                    virtio-blk disks, seen there as /dev/disk/cube/<file name>
 #   TEST_UNIT_PROGS  native unit tests run by `make check` on the build host
 #   LDLIBS, EXTRA_CFLAGS, LOCAL_HDRS as needed
 #   CUSTOM_PROGS     programs among the above built by the group's own rules
@@ -18,6 +20,7 @@ GROUP := $(notdir $(CURDIR))
 TEST_GEN_PROGS ?=
 TEST_PROGS ?=
 TEST_FILES ?=
+TEST_DISKS ?=
 TEST_UNIT_PROGS ?=
 CUSTOM_PROGS ?=
 LOCAL_HDRS += $(SELFTESTS)/lib/cube_test.h $(TOP)/uapi/linux/cube.h
@@ -38,6 +41,7 @@ install: all
 	mkdir -p $(INSTALL_PATH)/$(GROUP)
 	$(if $(strip $(TEST_GEN_PROGS) $(TEST_PROGS) $(TEST_FILES)),cp -a $(TEST_GEN_PROGS) $(TEST_PROGS) $(TEST_FILES) $(INSTALL_PATH)/$(GROUP)/)
 	for p in $(TEST_GEN_PROGS) $(TEST_PROGS); do echo "$(GROUP):$$(basename $$p)"; done >> $(INSTALL_PATH)/kselftest-list.txt
+	for d in $(TEST_DISKS); do echo "$$(realpath $$d)"; done >> $(INSTALL_PATH)/disks.txt
 
 run_tests: all
 	@$(SELFTESTS)/run_tests.sh -d $(CURDIR) $(foreach p,$(TEST_GEN_PROGS) $(TEST_PROGS),$(GROUP):$(notdir $(p)))

@@ -59,6 +59,30 @@ else
 	ip link set lo up
 fi
 
+# Disks from the tests' TEST_DISKS: /dev/vda, vdb, ... in the listed order,
+# linked as /dev/disk/cube/<image file name>.
+if [ -s /selftests/disks.txt ]; then
+	modprobe virtio_pci
+	modprobe virtio_blk
+	mkdir -p /dev/disk/cube
+	set -- a b c d e f g h
+	while read -r img; do
+		[ -n "$img" ] || continue
+		dev=/dev/vd$1
+		shift
+		i=0
+		while [ ! -b $dev ] && [ $i -lt 50 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		[ -b $dev ] || post "disk $img did not appear as $dev"
+		ln -sf $dev "/dev/disk/cube/${img##*/}"
+	done < /selftests/disks.txt
+fi
+
+# The L2 guest kernel: the same Debian cloud kernel L1 runs.
+[ -r /boot/vmlinuz ] || post "no guest kernel at /boot/vmlinuz"
+
 insmod "$CUBE_KO" || post "cannot load cube.ko"
 
 if [ "$mode" = shell ]; then

@@ -3,7 +3,8 @@
 #
 # mkbase.sh OUT KVER MODULES...: the L1 initramfs base layer: busybox, the
 # named kernel modules of KVER with their dependencies (and modules.dep, so
-# busybox modprobe works), iproute2's ip and the shared libraries they need.
+# busybox modprobe works), iproute2's ip and the shared libraries they need,
+# and KVER's kernel image as /boot/vmlinuz, for L2 guests.
 set -eu
 out=$1 kver=$2
 shift 2
@@ -50,4 +51,5 @@ rm "$ROOT/modules.want"
 for f in modules.dep modules.builtin modules.alias modules.softdep; do
 	stage_file "$moddir/$f" "$moddir/$f"
 done
+stage_file "/boot/vmlinuz-$kver" /boot/vmlinuz
 pack_cpio "$out"

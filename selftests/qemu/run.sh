@@ -31,6 +31,18 @@ if [ -n "${FWD:-}" ]; then
 	append="$append cube.net=1"
 fi
 
+# Disks the tests asked for (selftests' TEST_DISKS), read-only, in order.
+disks=
+if [ -r "$dir/selftests/disks.txt" ]; then
+	i=0
+	while read -r img; do
+		[ -n "$img" ] || continue
+		disks="$disks -drive file=$img,if=virtio,format=raw,readonly=on,id=d$i"
+		i=$((i + 1))
+	done < "$dir/selftests/disks.txt"
+fi
+net="$net$disks"
+
 # oops=panic + panic=-1 + -no-reboot: any oops ends the run at once, and
 # the missing end marker fails it.  KVM inside L1 needs emulated SVM.
 qemu() {
