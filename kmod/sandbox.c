@@ -482,8 +482,8 @@ static long cube_sandbox_set_limits(struct cube_sandbox *sb, void __user *argp)
 		return -EINVAL;
 	if (!a.memory_bytes || !PAGE_ALIGNED(a.memory_bytes))
 		return -EINVAL;
-	if (!cube_str_field_ok(a.template, sizeof(a.template)) ||
-	    !cube_name_valid(a.template, false))
+	if (!cube_str_field_ok(a.template_name, sizeof(a.template_name)) ||
+	    !cube_name_valid(a.template_name, false))
 		return -EINVAL;
 
 	mutex_lock(&sb->lock);
@@ -492,7 +492,7 @@ static long cube_sandbox_set_limits(struct cube_sandbox *sb, void __user *argp)
 		sb->vcpus = a.vcpus;
 		sb->memory_bytes = a.memory_bytes;
 		sb->owner_uid = a.owner_uid;
-		strscpy(sb->template, a.template, sizeof(sb->template));
+		strscpy(sb->template, a.template_name, sizeof(sb->template));
 	}
 	mutex_unlock(&sb->lock);
 	return ret;

@@ -168,8 +168,8 @@ struct cube_sandbox_state_arg {
  * @memory_bytes: declared guest memory, non-zero multiple of 4096
  * @owner_uid: uid of the user the sandbox runs work for
  * @reserved: zero
- * @template: NUL-terminated template name, 1..%CUBE_NAME_MAX - 1 bytes of
- *	[A-Za-z0-9._-]; the rest of the buffer zero
+ * @template_name: NUL-terminated template name, 1..%CUBE_NAME_MAX - 1
+ *	bytes of [A-Za-z0-9._-]; the rest of the buffer zero
  */
 struct cube_sandbox_limits {
 	__u32 flags;
@@ -177,7 +177,7 @@ struct cube_sandbox_limits {
 	__u64 memory_bytes;
 	__u32 owner_uid;
 	__u32 reserved;
-	char template[CUBE_NAME_MAX];
+	char template_name[CUBE_NAME_MAX];
 };
 
 /* &struct cube_sandbox_label.flags */
@@ -234,7 +234,7 @@ struct cube_sandbox_info {
  * struct cube_pool_arg - a pool, by name
  * @flags: zero
  * @reserved: zero
- * @name: NUL-terminated pool name, as for &struct cube_sandbox_limits.template
+ * @name: NUL-terminated pool name, as for &struct cube_sandbox_limits.template_name
  * @id: out (%CUBE_IOC_POOL_TAKE): id of the sandbox taken
  * @owner_pid: out (%CUBE_IOC_POOL_TAKE): pid of its owner, in the caller's
  *	pid namespace (0 when not visible there)
