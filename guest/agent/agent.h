@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * agent.h: cube-agent internals shared between its files.
+ */
+#ifndef CUBE_AGENT_H
+#define CUBE_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <poll.h>
+#include <sys/types.h>
+
+#include "agent_proto.h"
+
+/* Output queued for the host beyond which the agent stops reading output. */
+#define AGENT_OUTQ_LIMIT	(1024 * 1024)
+/* Input for a command's stdin beyond which the agent stops reading. */
+#define AGENT_INQ_LIMIT		(1024 * 1024)
+#define AGENT_MAX_SESSIONS	64
+
+struct agent_config {
+	const char *listen;	/* "unix:PATH" or "vsock:PORT" */
+	const char *root;	/* commands and paths live under this root */
+	const char *state;	/* state directory (sandbox id), NULL: none */
+	int rootfd;		/* O_PATH of root */
+	bool pid1;		/* running as the guest's init */
+	bool allow_system;	/* hostname, clock and RNG may be changed */
+	bool ready;		/* the sandbox root is in place */
+};
+
+struct exec_state;
+struct write_state;
+
+struct session {
+	int fd;
+	const struct agent_config *cfg;
+	uint8_t *in;		/* CUBE_AGENT_HDR_LEN + CUBE_AGENT_MAX_PAYLOAD */
+	size_t in_len;
+	size_t discard;		/* payload bytes of a refused message to skip */
+	bool in_eof;
+	uint8_t *out;		/* queued output */
+	size_t out_len, out_cap;
+	int out_err;		/* the connection broke while writing */
+	struct exec_state *exec;
+	struct write_state *wr;
+	uint32_t tmp_seq;
+};
+
+/* session.c */
+int session_run(int fd, const struct agent_config *cfg);
+int session_send(struct session *s, struct cube_wire_buf *b);
+int session_send_error(struct session *s, uint32_t id, int err,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int session_send_ok(struct session *s, uint32_t id);
+int session_flush(struct session *s, size_t below);
+
+/* exec.c */
+int exec_start(struct session *s, const struct cube_wire_msg *m);
+void exec_poll_fds(struct session *s, struct pollfd *pfd, int *n, int *timeout);
+int exec_handle(struct session *s, const struct pollfd *pfd, int n);
+int exec_request(struct session *s, const struct cube_wire_msg *m);
+bool exec_blocks_input(const struct session *s);
+void exec_kill(struct session *s);
+
+/* files.c */
+int files_request(struct session *s, const struct cube_wire_msg *m);
+int files_write_data(struct session *s, const struct cube_wire_msg *m);
+void files_abort(struct session *s);
+
+/* system.c */
+int system_request(struct session *s, const struct cube_wire_msg *m);
+int system_pong(struct session *s, uint32_t id);
+
+/* path.c: paths inside the agent's root, never escaping it */
+int root_open(const struct agent_config *cfg, const char *path, int flags,
+	      mode_t mode);
+int root_parent(const struct agent_config *cfg, const char *path, char *name);
+
+/* user.c */
+struct agent_user {
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t groups[64];
+	char home[256];
+};
+int user_lookup(const struct agent_config *cfg, const char *name,
+		struct agent_user *u);
+
+/* init.c: PID 1 setup in the guest */
+int init_guest(struct agent_config *cfg);
+
+/* modules.c */
+int modules_load(const char *cmdline);
+
+/* log.c */
+void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* CUBE_AGENT_H */
