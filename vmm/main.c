@@ -1,0 +1,674 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube-vmm: a minimal KVM virtual machine monitor for cube sandboxes.
+ * See Documentation/vmm.rst and `cube-vmm --help`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "acpi.h"
+#include "boot.h"
+#include "control.h"
+#include "devices.h"
+#include "sandbox.h"
+#include "serial.h"
+#include "snapshot.h"
+#include "util.h"
+#include "virtio_mmio.h"
+#include "vm.h"
+#include "vsock.h"
+
+#define DEFAULT_MEM_MIB		256
+#define DEFAULT_CMDLINE		"console=ttyS0 reboot=k panic=-1 pci=off " \
+				"nomodeset quiet"
+#define EXIT_OK			0
+#define EXIT_ERROR		1
+#define EXIT_USAGE		2
+#define EXIT_TIMEOUT		3
+
+struct opts {
+	const char *kernel;
+	const char *initrd;
+	const char *cmdline;
+	const char *append;
+	const char *rootfs;
+	uint64_t mem_mib;
+	uint64_t vcpus;
+	const char *vsock_uds;
+	uint64_t cid;
+	const char *console_log;
+	uint64_t timeout;
+	const char *snapshot_out;
+	const char *restore;
+	bool verify_memory;
+	const char *control;
+	const char *id;
+	bool no_seccomp;
+	bool no_cgroup;
+	bool stats;
+};
+
+struct vmm {
+	struct opts o;
+	struct vm vm;
+	struct serial serial;
+	struct control ctl;
+	struct snap_config cfg;
+	int epoll_fd;
+	int console_fd;
+	bool paused;
+	struct timespec t0;
+};
+
+static void usage(FILE *f)
+{
+	fputs(
+"usage: cube-vmm --kernel BZIMAGE [--initrd FILE] [options]\n"
+"       cube-vmm --restore DIR [options]\n"
+"\n"
+"  --kernel FILE        bzImage to boot (Linux 64-bit boot protocol)\n"
+"  --initrd FILE        initramfs\n"
+"  --cmdline S          kernel command line (default: \"" DEFAULT_CMDLINE "\")\n"
+"  --append S           appended to the command line\n"
+"  --rootfs IMG         read-only virtio-blk disk over IMG\n"
+"  --mem MiB            guest memory (32..3072, default 256)\n"
+"  --vcpus N            vCPUs (1..16, default 1)\n"
+"  --vsock-uds PATH     host side of virtio-vsock (hybrid Unix socket)\n"
+"  --cid N              guest vsock CID (default 3)\n"
+"  --console-log FILE   serial console output (default: stdout)\n"
+"  --timeout S          stop the VM after S seconds of wall time (exit 3)\n"
+"  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status\n"
+"  --snapshot-out DIR   default directory of the snapshot request\n"
+"  --restore DIR        resume the VM saved in DIR (memory mapped MAP_PRIVATE)\n"
+"  --verify-memory      with --restore: check the memory file's crc32\n"
+"  --id NAME            sandbox id (cgroup name; default cube-vmm-<pid>)\n"
+"  --no-cgroup          do not create a cgroup\n"
+"  --no-seccomp         do not install the seccomp filter (debugging)\n"
+"  --stats              print VM exit counts and times at the end\n"
+"  -v, --verbose        more messages\n"
+"\n"
+"Exit status: 0 the guest powered off or reset, or a stop request;\n"
+"1 error; 2 usage; 3 timeout.\n", f);
+}
+
+enum {
+	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_APPEND, OPT_ROOTFS,
+	OPT_MEM, OPT_VCPUS, OPT_VSOCK, OPT_CID, OPT_CONSOLE, OPT_TIMEOUT,
+	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
+	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS,
+};
+
+static const struct option long_opts[] = {
+	{ "kernel", required_argument, NULL, OPT_KERNEL },
+	{ "initrd", required_argument, NULL, OPT_INITRD },
+	{ "cmdline", required_argument, NULL, OPT_CMDLINE },
+	{ "append", required_argument, NULL, OPT_APPEND },
+	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
+	{ "mem", required_argument, NULL, OPT_MEM },
+	{ "vcpus", required_argument, NULL, OPT_VCPUS },
+	{ "vsock-uds", required_argument, NULL, OPT_VSOCK },
+	{ "cid", required_argument, NULL, OPT_CID },
+	{ "console-log", required_argument, NULL, OPT_CONSOLE },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "snapshot-out", required_argument, NULL, OPT_SNAPOUT },
+	{ "restore", required_argument, NULL, OPT_RESTORE },
+	{ "verify-memory", no_argument, NULL, OPT_VERIFY },
+	{ "control", required_argument, NULL, OPT_CONTROL },
+	{ "id", required_argument, NULL, OPT_ID },
+	{ "no-seccomp", no_argument, NULL, OPT_NOSECCOMP },
+	{ "no-cgroup", no_argument, NULL, OPT_NOCGROUP },
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int num_opt(const char *name, const char *s, uint64_t min,
+		   uint64_t max, uint64_t *out)
+{
+	if (parse_u64(s, min, max, out)) {
+		pr_err("--%s: '%s' is not a number in %llu..%llu", name, s,
+		       (unsigned long long)min, (unsigned long long)max);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_opts(struct opts *o, int argc, char **argv)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->mem_mib = DEFAULT_MEM_MIB;
+	o->vcpus = 1;
+	o->cid = VSOCK_DEFAULT_CID;
+	while ((c = getopt_long(argc, argv, "vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_KERNEL: o->kernel = optarg; break;
+		case OPT_INITRD: o->initrd = optarg; break;
+		case OPT_CMDLINE: o->cmdline = optarg; break;
+		case OPT_APPEND: o->append = optarg; break;
+		case OPT_ROOTFS: o->rootfs = optarg; break;
+		case OPT_MEM:
+			if (num_opt("mem", optarg, VM_MEM_MIN >> 20,
+				    VM_MEM_MAX >> 20, &o->mem_mib))
+				return -1;
+			break;
+		case OPT_VCPUS:
+			if (num_opt("vcpus", optarg, 1, VM_MAX_VCPUS, &o->vcpus))
+				return -1;
+			break;
+		case OPT_VSOCK: o->vsock_uds = optarg; break;
+		case OPT_CID:
+			if (num_opt("cid", optarg, 3, UINT32_MAX - 1, &o->cid))
+				return -1;
+			break;
+		case OPT_CONSOLE: o->console_log = optarg; break;
+		case OPT_TIMEOUT:
+			if (num_opt("timeout", optarg, 1, 7 * 24 * 3600,
+				    &o->timeout))
+				return -1;
+			break;
+		case OPT_SNAPOUT: o->snapshot_out = optarg; break;
+		case OPT_RESTORE: o->restore = optarg; break;
+		case OPT_VERIFY: o->verify_memory = true; break;
+		case OPT_CONTROL: o->control = optarg; break;
+		case OPT_ID: o->id = optarg; break;
+		case OPT_NOSECCOMP: o->no_seccomp = true; break;
+		case OPT_NOCGROUP: o->no_cgroup = true; break;
+		case OPT_STATS: o->stats = true; break;
+		case 'v': vmm_verbose = 1; break;
+		case 'h': usage(stdout); exit(EXIT_OK);
+		default: return -1;
+		}
+	}
+	if (optind < argc) {
+		pr_err("unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	if (!o->kernel == !o->restore) {
+		pr_err("give exactly one of --kernel and --restore");
+		return -1;
+	}
+	if (o->restore && (o->initrd || o->cmdline || o->append)) {
+		pr_err("--initrd, --cmdline and --append need --kernel");
+		return -1;
+	}
+	if (o->verify_memory && !o->restore) {
+		pr_err("--verify-memory needs --restore");
+		return -1;
+	}
+	return 0;
+}
+
+static void *map_file(const char *path, size_t *len, const char *what)
+{
+	struct stat st;
+	void *p;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		pr_err("cannot open %s %s: %s", what, path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size) {
+		pr_err("%s %s is not a non-empty regular file", what, path);
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		pr_err("cannot map %s %s: %s", what, path, strerror(errno));
+		return NULL;
+	}
+	*len = st.st_size;
+	return p;
+}
+
+static int create_devices(struct vmm *m, const char *rootfs)
+{
+	struct vm *vm = &m->vm;
+	const char *err = NULL;
+
+	vm->devs[VM_DEV_VSOCK] = vsock_create(vm, VM_MMIO_BASE +
+			VM_DEV_VSOCK * VM_MMIO_STRIDE,
+			VM_VIRTIO_IRQ_BASE + VM_DEV_VSOCK, m->o.cid,
+			m->o.vsock_uds, &err);
+	if (!vm->devs[VM_DEV_VSOCK]) {
+		pr_err("virtio-vsock: %s", err ? err : "cannot create");
+		return -1;
+	}
+	vm->devs[VM_DEV_RNG] = virtio_rng_create(vm, VM_MMIO_BASE +
+			VM_DEV_RNG * VM_MMIO_STRIDE,
+			VM_VIRTIO_IRQ_BASE + VM_DEV_RNG);
+	if (!vm->devs[VM_DEV_RNG]) {
+		pr_err("virtio-rng: out of memory");
+		return -1;
+	}
+	if (rootfs) {
+		vm->devs[VM_DEV_BLK] = virtio_blk_create(vm, VM_MMIO_BASE +
+				VM_DEV_BLK * VM_MMIO_STRIDE,
+				VM_VIRTIO_IRQ_BASE + VM_DEV_BLK, rootfs, &err);
+		if (!vm->devs[VM_DEV_BLK]) {
+			pr_err("--rootfs %s: %s", rootfs, err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int boot_kernel(struct vmm *m)
+{
+	struct acpi_mmio_dev adevs[VM_MAX_DEVS];
+	struct boot_image img = { 0 };
+	const char *err = NULL;
+	char *cmdline = NULL;
+	uint64_t entry;
+	int i, n = 0, ret = -1;
+
+	img.kernel = map_file(m->o.kernel, &img.kernel_size, "kernel");
+	if (!img.kernel)
+		return -1;
+	if (m->o.initrd) {
+		img.initrd = map_file(m->o.initrd, &img.initrd_size, "initrd");
+		if (!img.initrd)
+			goto out;
+	}
+	if (asprintf(&cmdline, "%s%s%s",
+		     m->o.cmdline ? m->o.cmdline : DEFAULT_CMDLINE,
+		     m->o.append ? " " : "", m->o.append ? m->o.append : "") < 0) {
+		cmdline = NULL;
+		goto out;
+	}
+	img.cmdline = cmdline;
+	if (boot_load_linux(&m->vm.mem, &img, &entry, &err)) {
+		pr_err("%s: %s", m->o.kernel, err);
+		goto out;
+	}
+	for (i = 0; i < VM_MAX_DEVS; i++) {
+		struct virtio_mmio *t = m->vm.devs[i];
+
+		if (!t)
+			continue;
+		adevs[n].base = t->base;
+		adevs[n].size = VM_MMIO_SIZE;
+		adevs[n].irq = t->irq;
+		n++;
+	}
+	if (acpi_build(&m->vm.mem, BOOT_ACPI_ADDR, 0x100000, m->vm.nr_vcpus,
+		       adevs, n)) {
+		pr_err("cannot build the ACPI tables");
+		goto out;
+	}
+	for (i = 0; i < m->vm.nr_vcpus; i++) {
+		ret = boot_setup_vcpu(&m->vm.vcpus[i], entry);
+		if (ret) {
+			pr_err("vCPU %d setup: %s", i, strerror(-ret));
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	free(cmdline);
+	if (img.kernel)
+		munmap((void *)img.kernel, img.kernel_size);
+	if (img.initrd)
+		munmap((void *)img.initrd, img.initrd_size);
+	return ret;
+}
+
+static void do_snapshot(struct vmm *m, const char *dir, char *reply, size_t len)
+{
+	char err[256];
+	bool was_paused = m->paused;
+	struct timespec a, b;
+
+	if (!dir || !*dir) {
+		snprintf(reply, len, "ERR no snapshot directory (give one or --snapshot-out)");
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	if (!was_paused)
+		vm_pause(&m->vm);
+	if (snapshot_save(&m->vm, &m->cfg, dir, err, sizeof(err)))
+		snprintf(reply, len, "ERR snapshot: %s", err);
+	else {
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		snprintf(reply, len, "OK snapshot %s %ld ms", dir,
+			 (b.tv_sec - a.tv_sec) * 1000 +
+			 (b.tv_nsec - a.tv_nsec) / 1000000);
+	}
+	if (!was_paused)
+		vm_resume(&m->vm);
+}
+
+static void control_request(void *arg, char *req, char *reply, size_t len)
+{
+	struct vmm *m = arg;
+	char *cmd = strtok(req, " "), *a1 = strtok(NULL, " ");
+
+	if (!cmd) {
+		snprintf(reply, len, "ERR empty request");
+	} else if (!strcmp(cmd, "pause") && !a1) {
+		if (!m->paused)
+			vm_pause(&m->vm);
+		m->paused = true;
+		snprintf(reply, len, "OK paused");
+	} else if (!strcmp(cmd, "resume") && !a1) {
+		if (m->paused)
+			vm_resume(&m->vm);
+		m->paused = false;
+		snprintf(reply, len, "OK running");
+	} else if (!strcmp(cmd, "snapshot") && !strtok(NULL, " ")) {
+		do_snapshot(m, a1 ? a1 : m->o.snapshot_out, reply, len);
+	} else if (!strcmp(cmd, "stop") && !a1) {
+		vm_request_exit(&m->vm, VM_EXIT_STOP, "stop request");
+		snprintf(reply, len, "OK stopping");
+	} else if (!strcmp(cmd, "status") && !a1) {
+		snprintf(reply, len, "OK %s vcpus=%d mem=%llu exits=%lu",
+			 m->paused ? "paused" : "running", m->vm.nr_vcpus,
+			 (unsigned long long)(m->vm.mem.size >> 20),
+			 vm_total_exits(&m->vm));
+	} else {
+		snprintf(reply, len, "ERR unknown request '%s'", cmd);
+	}
+}
+
+static void watch(void *arg, int fd, bool add)
+{
+	struct vmm *m = arg;
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	epoll_ctl(m->epoll_fd, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
+}
+
+static int main_loop(struct vmm *m, int sig_fd, int timer_fd)
+{
+	struct epoll_event evs[16];
+
+	for (;;) {
+		int i, n;
+
+		pthread_mutex_lock(&m->vm.lock);
+		n = m->vm.exit;
+		pthread_mutex_unlock(&m->vm.lock);
+		if (n != VM_RUNNING)
+			return 0;
+		n = epoll_wait(m->epoll_fd, evs, ARRAY_SIZE(evs), -1);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		for (i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+			uint64_t cnt;
+
+			if (fd == m->vm.event_fd) {
+				if (read(fd, &cnt, sizeof(cnt)) < 0) {
+					/* spurious */
+				}
+			} else if (fd == sig_fd) {
+				struct signalfd_siginfo si;
+
+				if (read(fd, &si, sizeof(si)) == sizeof(si))
+					vm_request_exit(&m->vm, VM_EXIT_STOP,
+							"signal %u", si.ssi_signo);
+			} else if (fd == timer_fd) {
+				vm_request_exit(&m->vm, VM_EXIT_TIMEOUT,
+						"timeout after %llu s",
+						(unsigned long long)m->o.timeout);
+			} else if (control_owns(&m->ctl, fd)) {
+				control_event(&m->ctl, fd, control_request, m);
+			}
+		}
+	}
+}
+
+static int setup_restore(struct vmm *m, struct snap_restore *r)
+{
+	char err[256];
+	const char *rootfs;
+	int ret;
+
+	ret = snapshot_open(r, m->o.restore, m->o.verify_memory, err,
+			    sizeof(err));
+	if (ret) {
+		pr_err("cannot restore %s: %s", m->o.restore, err);
+		return -1;
+	}
+	m->cfg = r->cfg;
+	m->o.mem_mib = r->cfg.mem_size >> 20;
+	m->o.vcpus = r->cfg.nr_vcpus;
+	rootfs = m->o.rootfs ? m->o.rootfs : r->cfg.rootfs;
+	if ((r->cfg.flags & SNAP_CFG_BLK) && !*rootfs) {
+		pr_err("the snapshot has a rootfs: give --rootfs");
+		return -1;
+	}
+	if (!(r->cfg.flags & SNAP_CFG_BLK) && m->o.rootfs) {
+		pr_err("the snapshot has no rootfs: drop --rootfs");
+		return -1;
+	}
+	m->o.rootfs = (r->cfg.flags & SNAP_CFG_BLK) ? rootfs : NULL;
+	return 0;
+}
+
+static double elapsed_ms(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (b.tv_sec - a->tv_sec) * 1e3 + (b.tv_nsec - a->tv_nsec) / 1e6;
+}
+
+static int run(struct vmm *m)
+{
+	struct snap_restore r = { .mem_fd = -1 };
+	struct vm *vm = &m->vm;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int sig_fd = -1, timer_fd = -1, ret = EXIT_ERROR, i;
+	sigset_t sigs;
+	char err[256];
+
+	if (m->o.restore && setup_restore(m, &r))
+		goto out;
+	if (m->o.console_log) {
+		m->console_fd = open(m->o.console_log, O_WRONLY | O_CREAT |
+				     O_APPEND | O_CLOEXEC, 0644);
+		if (m->console_fd < 0) {
+			pr_err("cannot open console log %s: %s",
+			       m->o.console_log, strerror(errno));
+			goto out;
+		}
+	} else {
+		m->console_fd = STDOUT_FILENO;
+	}
+	/* Signals go to the main loop only; threads inherit the mask. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (vm_create(vm, m->o.mem_mib << 20, m->o.vcpus, r.mem_fd))
+		goto out;
+	vm->serial = &m->serial;
+	serial_init(&m->serial, vm, m->console_fd);
+	if (create_devices(m, m->o.rootfs))
+		goto out;
+	if (!m->o.restore) {
+		m->cfg.mem_size = vm->mem.size;
+		m->cfg.nr_vcpus = vm->nr_vcpus;
+		m->cfg.guest_cid = m->o.cid;
+		if (m->o.rootfs) {
+			m->cfg.flags |= SNAP_CFG_BLK;
+			m->cfg.blk_size = virtio_blk_size(vm->devs[VM_DEV_BLK]);
+			snprintf(m->cfg.rootfs, sizeof(m->cfg.rootfs), "%s",
+				 m->o.rootfs);
+		}
+		if (boot_kernel(m))
+			goto out;
+	} else {
+		if (vm->devs[VM_DEV_BLK] &&
+		    virtio_blk_size(vm->devs[VM_DEV_BLK]) != r.cfg.blk_size) {
+			pr_err("--rootfs %s: size differs from the snapshot's image",
+			       m->o.rootfs);
+			goto out;
+		}
+		m->cfg.guest_cid = m->o.cid;
+		if (snapshot_load(vm, &r, err, sizeof(err))) {
+			pr_err("cannot restore %s: %s", m->o.restore, err);
+			goto out;
+		}
+		snapshot_close(&r);
+	}
+
+	m->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (m->epoll_fd < 0 || sig_fd < 0) {
+		pr_err("epoll/signalfd: %s", strerror(errno));
+		goto out;
+	}
+	ev.data.fd = vm->event_fd;
+	epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, vm->event_fd, &ev);
+	ev.data.fd = sig_fd;
+	epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, sig_fd, &ev);
+	if (m->o.timeout) {
+		struct itimerspec its = { .it_value.tv_sec = m->o.timeout };
+
+		timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (timer_fd < 0 || timerfd_settime(timer_fd, 0, &its, NULL)) {
+			pr_err("timerfd: %s", strerror(errno));
+			goto out;
+		}
+		ev.data.fd = timer_fd;
+		epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, timer_fd, &ev);
+		/* Backstop: whatever hangs, the process dies soon after. */
+		alarm(m->o.timeout + 10);
+	}
+	control_set_watch(watch, m);
+	if (m->o.control) {
+		ret = control_open(&m->ctl, m->o.control);
+		if (ret) {
+			pr_err("--control %s: %s", m->o.control, strerror(-ret));
+			ret = EXIT_ERROR;
+			goto out;
+		}
+	}
+	if (vsock_start(vm->devs[VM_DEV_VSOCK]) || vm_start_vcpus(vm)) {
+		pr_err("cannot start threads");
+		goto out;
+	}
+	if ((ret = sandbox_drop_caps())) {
+		pr_err("cannot drop capabilities: %s", strerror(-ret));
+		ret = EXIT_ERROR;
+		goto out;
+	}
+	if (!m->o.no_seccomp && (ret = sandbox_seccomp())) {
+		pr_err("cannot install the seccomp filter: %s", strerror(-ret));
+		ret = EXIT_ERROR;
+		goto out;
+	}
+	pr_info("%s in %.1f ms", m->o.restore ? "restored" : "set up",
+		elapsed_ms(&m->t0));
+	vm_go(vm);
+	ret = main_loop(m, sig_fd, timer_fd);
+	if (ret)
+		vm_request_exit(vm, VM_EXIT_ERROR, "main loop: %s",
+				strerror(-ret));
+
+	switch (vm->exit) {
+	case VM_EXIT_SHUTDOWN:
+	case VM_EXIT_STOP:
+		pr_info("VM stopped: %s", vm->exit_msg);
+		ret = EXIT_OK;
+		break;
+	case VM_EXIT_TIMEOUT:
+		pr_err("VM killed: %s", vm->exit_msg);
+		ret = EXIT_TIMEOUT;
+		break;
+	default:
+		pr_err("VM failed: %s", vm->exit_msg);
+		ret = EXIT_ERROR;
+		break;
+	}
+out:
+	vm_join_vcpus(vm);
+	if (m->o.stats) {
+		unsigned long total = vm_total_exits(vm);
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		fprintf(stderr, "cube-vmm: stats: exits=%lu wall_ms=%.1f "
+			"maxrss_kb=%ld minflt=%ld majflt=%ld\n", total,
+			elapsed_ms(&m->t0), ru.ru_maxrss, ru.ru_minflt,
+			ru.ru_majflt);
+	}
+	control_close(&m->ctl);
+	vsock_destroy(vm->devs[VM_DEV_VSOCK]);
+	virtio_rng_destroy(vm->devs[VM_DEV_RNG]);
+	virtio_blk_destroy(vm->devs[VM_DEV_BLK]);
+	for (i = 0; i < VM_MAX_DEVS; i++)
+		vm->devs[i] = NULL;
+	if (vm->serial)
+		serial_flush(vm->serial);
+	snapshot_close(&r);
+	vm_destroy(vm);
+	if (sig_fd >= 0)
+		close(sig_fd);
+	if (timer_fd >= 0)
+		close(timer_fd);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	static struct vmm m;
+	struct cgroup_limits lim = { 0 };
+	char name[64];
+	const char *err = NULL;
+	int ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &m.t0);
+	m.ctl.listen_fd = -1;
+	for (ret = 0; ret < CONTROL_MAX_CLIENTS; ret++)
+		m.ctl.clients[ret].fd = -1;
+	m.epoll_fd = -1;
+	if (parse_opts(&m.o, argc, argv)) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!m.o.no_cgroup) {
+		snprintf(name, sizeof(name), "cube-vmm-%d", (int)getpid());
+		lim.name = m.o.id ? m.o.id : name;
+		lim.cpu_quota_us = m.o.vcpus * 100000;
+		/* Guest memory plus the VMM's own (buffers, page tables). */
+		lim.memory_max = (m.o.mem_mib << 20) + (128ULL << 20);
+		lim.pids_max = m.o.vcpus + 16;
+		if (m.o.restore) {
+			/* The shape comes from the snapshot: be generous. */
+			lim.cpu_quota_us = 0;
+			lim.memory_max = VM_MEM_MAX + (128ULL << 20);
+			lim.pids_max = VM_MAX_VCPUS + 16;
+		}
+		ret = sandbox_cgroup_enter(&lim, &err);
+		if (ret < 0) {
+			pr_err("cgroup: %s: %s", err, strerror(-ret));
+			return EXIT_ERROR;
+		}
+	}
+	return run(&m);
+}

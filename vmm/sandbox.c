@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/* cgroup v2, capabilities and seccomp for one cube-vmm; see sandbox.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+#include <linux/kvm.h>
+#include <linux/magic.h>
+
+#include "sandbox.h"
+#include "util.h"
+
+#define CGROUP_ROOT	"/sys/fs/cgroup"
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write_full(fd, s, strlen(s));
+	close(fd);
+	return ret;
+}
+
+static bool cgroup2_writable(void)
+{
+	struct statfs sf;
+
+	if (statfs(CGROUP_ROOT, &sf) || sf.f_type != CGROUP2_SUPER_MAGIC)
+		return false;
+	return access(CGROUP_ROOT "/cgroup.subtree_control", W_OK) == 0;
+}
+
+static pid_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+static int set_limits(const char *dir, const struct cgroup_limits *lim)
+{
+	char path[512], val[64];
+
+	if (strlen(dir) > 256)
+		return -ENAMETOOLONG;
+	int ret = 0;
+
+	if (lim->cpu_quota_us) {
+		snprintf(path, sizeof(path), "%s/cpu.max", dir);
+		snprintf(val, sizeof(val), "%llu 100000",
+			 (unsigned long long)lim->cpu_quota_us);
+		ret = ret ? ret : write_str(path, val);
+	}
+	if (lim->memory_max) {
+		snprintf(path, sizeof(path), "%s/memory.max", dir);
+		snprintf(val, sizeof(val), "%llu",
+			 (unsigned long long)lim->memory_max);
+		ret = ret ? ret : write_str(path, val);
+	}
+	if (lim->pids_max) {
+		snprintf(path, sizeof(path), "%s/pids.max", dir);
+		snprintf(val, sizeof(val), "%llu",
+			 (unsigned long long)lim->pids_max);
+		ret = ret ? ret : write_str(path, val);
+	}
+	return ret;
+}
+
+int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
+{
+	const char *parent = lim->parent ? lim->parent : CGROUP_ROOT "/cube";
+	char dir[256], path[PATH_MAX], val[32];
+	struct sigaction sa = { .sa_handler = forward_signal };
+	int ret, status, pfd[2];
+	char go = 0;
+
+	if (!cgroup2_writable())
+		return 1;
+	if (strchr(lim->name, '/') || !strcmp(lim->name, "..") ||
+	    !strcmp(lim->name, ".")) {
+		*err = "bad sandbox id for a cgroup name";
+		return -EINVAL;
+	}
+	/* Controllers must be enabled from the root down to our parent. */
+	write_str(CGROUP_ROOT "/cgroup.subtree_control", "+cpu +memory +pids");
+	if (mkdir(parent, 0755) && errno != EEXIST) {
+		*err = "cannot create the cgroup parent";
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", parent);
+	write_str(path, "+cpu +memory +pids");
+	if (snprintf(dir, sizeof(dir), "%s/%s", parent, lim->name) >=
+	    (int)sizeof(dir)) {
+		*err = "cgroup path too long";
+		return -ENAMETOOLONG;
+	}
+	if (mkdir(dir, 0755)) {
+		*err = errno == EEXIST ? "a cgroup of that sandbox id exists" :
+			"cannot create the sandbox cgroup";
+		return -errno;
+	}
+	ret = set_limits(dir, lim);
+	if (ret) {
+		*err = "cannot set the cgroup limits";
+		rmdir(dir);
+		return ret;
+	}
+	if (pipe2(pfd, O_CLOEXEC)) {
+		*err = "pipe";
+		rmdir(dir);
+		return -errno;
+	}
+	child_pid = fork();
+	if (child_pid < 0) {
+		ret = -errno;
+		*err = "fork";
+		rmdir(dir);
+		return ret;
+	}
+	if (child_pid == 0) {
+		close(pfd[1]);
+		/* Wait until the parent has moved us into the cgroup. */
+		if (read(pfd[0], &go, 1) != 1 || go != 1)
+			_exit(1);
+		close(pfd[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
+		return 0;
+	}
+	close(pfd[0]);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(val, sizeof(val), "%d", (int)child_pid);
+	if (write_str(path, val)) {
+		pr_err("cannot move into cgroup %s", dir);
+		kill(child_pid, SIGKILL);
+	} else {
+		go = 1;
+		if (write(pfd[1], &go, 1) != 1)
+			kill(child_pid, SIGKILL);
+	}
+	close(pfd[1]);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	while (waitpid(child_pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* The cgroup empties once the child is reaped. */
+	while (rmdir(dir) && errno == EBUSY)
+		usleep(1000);
+	if (WIFEXITED(status))
+		exit(WEXITSTATUS(status));
+	pr_err("killed by signal %d", WTERMSIG(status));
+	exit(128 + WTERMSIG(status));
+}
+
+int sandbox_drop_caps(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+	int cap;
+
+	for (cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL &&
+		    errno != EPERM)
+			return -errno;
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
+}
+
+static const int allowed_syscalls[] = {
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev),
+	SCMP_SYS(pread64), SCMP_SYS(pwrite64), SCMP_SYS(recvfrom),
+	SCMP_SYS(sendto), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
+	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl),
+	SCMP_SYS(accept4), SCMP_SYS(accept), SCMP_SYS(close),
+	SCMP_SYS(shutdown), SCMP_SYS(connect), SCMP_SYS(futex),
+	SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
+	SCMP_SYS(rt_sigprocmask), SCMP_SYS(tgkill), SCMP_SYS(tkill),
+	SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(madvise),
+	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(brk),
+	SCMP_SYS(mremap), SCMP_SYS(openat), SCMP_SYS(mkdir),
+	SCMP_SYS(mkdirat), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
+	SCMP_SYS(statx), SCMP_SYS(lseek), SCMP_SYS(ftruncate),
+	SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(rename),
+	SCMP_SYS(renameat), SCMP_SYS(renameat2), SCMP_SYS(unlink),
+	SCMP_SYS(unlinkat), SCMP_SYS(getrandom), SCMP_SYS(clock_gettime),
+	SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),
+	SCMP_SYS(sched_yield), SCMP_SYS(restart_syscall), SCMP_SYS(fcntl),
+	SCMP_SYS(timerfd_settime), SCMP_SYS(alarm),
+};
+
+static const unsigned long allowed_ioctls[] = {
+	KVM_RUN, KVM_IRQ_LINE,
+	KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_FPU, KVM_GET_XSAVE,
+	KVM_GET_XCRS, KVM_GET_MSRS, KVM_GET_MSR_INDEX_LIST, KVM_GET_LAPIC,
+	KVM_GET_VCPU_EVENTS, KVM_GET_MP_STATE, KVM_GET_DEBUGREGS,
+	KVM_GET_CPUID2, KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_CLOCK,
+	TCGETS,
+};
+
+int sandbox_seccomp(void)
+{
+	scmp_filter_ctx ctx;
+	unsigned int i;
+	int ret;
+
+	ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	if (!ctx)
+		return -ENOMEM;
+	ret = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	for (i = 0; !ret && i < ARRAY_SIZE(allowed_syscalls); i++)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+				       allowed_syscalls[i], 0);
+	/* Only the KVM requests a running VM needs, and snapshots. */
+	for (i = 0; !ret && i < ARRAY_SIZE(allowed_ioctls); i++)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				       SCMP_A1(SCMP_CMP_EQ,
+					       allowed_ioctls[i]));
+	/* New sockets: Unix streams only (guest-to-host vsock). */
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				       SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	if (!ret)
+		ret = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return ret;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Confinement of one cube-vmm: a cgroup v2 of its own with cpu.max,
+ * memory.max and pids.max (when /sys/fs/cgroup is a writable cgroup2
+ * mount), then, once the VM is set up, no capabilities and a seccomp
+ * allow list.
+ */
+#ifndef CUBE_VMM_SANDBOX_H
+#define CUBE_VMM_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cgroup_limits {
+	const char *parent;		/* default /sys/fs/cgroup/cube */
+	const char *name;		/* the sandbox id */
+	uint64_t cpu_quota_us;		/* per 100 ms period; 0: no limit */
+	uint64_t memory_max;		/* bytes; 0: no limit */
+	uint64_t pids_max;		/* 0: no limit */
+};
+
+/*
+ * If cgroup v2 is usable, fork: the child returns 0 and goes on, inside
+ * the new cgroup; the parent waits for it, forwards SIGTERM/SIGINT,
+ * removes the cgroup and exits with the child's status.  Returns 1 (no
+ * cgroup, nothing done), 0 in the child, or -errno.
+ */
+int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err);
+
+/* Drop every capability and set no_new_privs; 0 or -errno. */
+int sandbox_drop_caps(void);
+/* Load the seccomp allow list for all threads; 0 or -errno. */
+int sandbox_seccomp(void);
+
+#endif /* CUBE_VMM_SANDBOX_H */

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/* 16550A UART, transmit side only; see serial.h. */
+#include <string.h>
+
+#include "serial.h"
+#include "util.h"
+#include "vm.h"
+
+#define UART_LCR_DLAB	0x80
+#define UART_IER_THRI	0x02
+#define UART_IIR_NONE	0x01
+#define UART_IIR_THRI	0x02
+#define UART_FCR_ENABLE	0x01
+#define UART_LSR_IDLE	0x60	/* THRE | TEMT */
+#define UART_MCR_LOOP	0x10
+#define UART_MSR_IDLE	0xb0	/* DCD | DSR | CTS */
+
+void serial_init(struct serial *s, struct vm *vm, int out_fd)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	s->vm = vm;
+	s->out_fd = out_fd;
+}
+
+static void serial_flush_locked(struct serial *s)
+{
+	if (s->buf_len && s->out_fd >= 0)
+		write_full(s->out_fd, s->buf, s->buf_len);
+	s->buf_len = 0;
+}
+
+void serial_flush(struct serial *s)
+{
+	pthread_mutex_lock(&s->lock);
+	serial_flush_locked(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void serial_update_irq(struct serial *s)
+{
+	int level = (s->r.ier & UART_IER_THRI) && s->r.thri_pending;
+
+	if (level != s->irq_level) {
+		s->irq_level = level;
+		vm_irq_line(s->vm, SERIAL_IRQ, level);
+	}
+}
+
+static void serial_tx(struct serial *s, uint8_t c)
+{
+	s->buf[s->buf_len++] = c;
+	if (c == '\n' || s->buf_len == sizeof(s->buf))
+		serial_flush_locked(s);
+}
+
+static uint8_t serial_msr(const struct serial *s)
+{
+	uint8_t m = s->r.mcr, v = 0;
+
+	if (!(m & UART_MCR_LOOP))
+		return UART_MSR_IDLE;
+	/* Loopback: DTR->DSR, RTS->CTS, OUT1->RI, OUT2->DCD. */
+	if (m & 0x01)
+		v |= 0x20;
+	if (m & 0x02)
+		v |= 0x10;
+	if (m & 0x04)
+		v |= 0x40;
+	if (m & 0x08)
+		v |= 0x80;
+	return v;
+}
+
+void serial_io(struct serial *s, uint16_t off, bool write, uint8_t *val)
+{
+	bool dlab;
+
+	pthread_mutex_lock(&s->lock);
+	dlab = s->r.lcr & UART_LCR_DLAB;
+	if (write) {
+		uint8_t v = *val;
+
+		switch (off) {
+		case 0:
+			if (dlab) {
+				s->r.dll = v;
+			} else {
+				if (!(s->r.mcr & UART_MCR_LOOP))
+					serial_tx(s, v);
+				s->r.thri_pending = 1;
+			}
+			break;
+		case 1:
+			if (dlab) {
+				s->r.dlm = v;
+			} else {
+				if (!(s->r.ier & UART_IER_THRI) &&
+				    (v & UART_IER_THRI))
+					s->r.thri_pending = 1;
+				s->r.ier = v & 0x0f;
+			}
+			break;
+		case 2:
+			s->r.fcr = v;
+			break;
+		case 3:
+			s->r.lcr = v;
+			break;
+		case 4:
+			s->r.mcr = v & 0x1f;
+			break;
+		case 7:
+			s->r.scr = v;
+			break;
+		}
+	} else {
+		uint8_t v = 0;
+
+		switch (off) {
+		case 0:
+			v = dlab ? s->r.dll : 0;
+			break;
+		case 1:
+			v = dlab ? s->r.dlm : s->r.ier;
+			break;
+		case 2:
+			if ((s->r.ier & UART_IER_THRI) && s->r.thri_pending) {
+				v = UART_IIR_THRI;
+				s->r.thri_pending = 0;
+			} else {
+				v = UART_IIR_NONE;
+			}
+			if (s->r.fcr & UART_FCR_ENABLE)
+				v |= 0xc0;
+			break;
+		case 3:
+			v = s->r.lcr;
+			break;
+		case 4:
+			v = s->r.mcr;
+			break;
+		case 5:
+			v = UART_LSR_IDLE;
+			break;
+		case 6:
+			v = serial_msr(s);
+			break;
+		case 7:
+			v = s->r.scr;
+			break;
+		}
+		*val = v;
+	}
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void serial_get_regs(struct serial *s, struct serial_regs *r)
+{
+	pthread_mutex_lock(&s->lock);
+	*r = s->r;
+	serial_flush_locked(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void serial_set_regs(struct serial *s, const struct serial_regs *r)
+{
+	pthread_mutex_lock(&s->lock);
+	s->r = *r;
+	s->r.ier &= 0x0f;
+	s->r.mcr &= 0x1f;
+	s->r.thri_pending = !!s->r.thri_pending;
+	s->irq_level = -1;
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Saving and loading a VM's state; see snapshot.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "serial.h"
+#include "snapshot.h"
+#include "util.h"
+#include "virtio_mmio.h"
+#include "vm.h"
+#include "vsock.h"
+
+#define MAX_MSRS	1024
+#define PAGE_SIZE	4096
+
+static int snap_err(char *err, size_t errlen, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int snap_err(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+/* Every MSR KVM lists that reads back on this vCPU. */
+static int save_msrs(struct vm *vm, struct vcpu *vcpu, struct snap_buf *b)
+{
+	struct kvm_msr_list *list;
+	struct kvm_msrs *msrs;
+	uint32_t i, n = 0;
+	int ret = 0;
+
+	list = calloc(1, sizeof(*list) + MAX_MSRS * sizeof(uint32_t));
+	msrs = calloc(1, sizeof(*msrs) + MAX_MSRS * sizeof(msrs->entries[0]));
+	if (!list || !msrs) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	list->nmsrs = MAX_MSRS;
+	if (ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, list)) {
+		ret = -errno;
+		goto out;
+	}
+	for (i = 0; i < list->nmsrs; i++) {
+		struct {
+			struct kvm_msrs h;
+			struct kvm_msr_entry e;
+		} one = { .h.nmsrs = 1, .e.index = list->indices[i] };
+
+		if (ioctl(vcpu->fd, KVM_GET_MSRS, &one) == 1)
+			msrs->entries[n++] = one.e;
+	}
+	snap_add(b, SNAP_SEC_VCPU_MSRS, vcpu->id, msrs->entries,
+		 n * sizeof(msrs->entries[0]));
+out:
+	free(list);
+	free(msrs);
+	return ret;
+}
+
+#define SAVE(ioc, type, obj) do {					\
+	if (ioctl(vcpu->fd, ioc, &(obj)))				\
+		return -errno;						\
+	snap_add(b, type, vcpu->id, &(obj), sizeof(obj));		\
+} while (0)
+
+static int save_vcpu(struct vm *vm, struct vcpu *vcpu, struct snap_buf *b)
+{
+	struct kvm_mp_state mp;
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_fpu fpu;
+	struct kvm_xsave xsave;
+	struct kvm_xcrs xcrs;
+	struct kvm_lapic_state lapic;
+	struct kvm_vcpu_events events;
+	struct kvm_debugregs dregs;
+	struct kvm_cpuid2 *cpuid;
+	int ret;
+
+	/* MP state first: reading it makes KVM take pending INIT/SIPI. */
+	SAVE(KVM_GET_MP_STATE, SNAP_SEC_VCPU_MP_STATE, mp);
+	SAVE(KVM_GET_REGS, SNAP_SEC_VCPU_REGS, regs);
+	SAVE(KVM_GET_SREGS, SNAP_SEC_VCPU_SREGS, sregs);
+	SAVE(KVM_GET_FPU, SNAP_SEC_VCPU_FPU, fpu);
+	SAVE(KVM_GET_XSAVE, SNAP_SEC_VCPU_XSAVE, xsave);
+	SAVE(KVM_GET_XCRS, SNAP_SEC_VCPU_XCRS, xcrs);
+	SAVE(KVM_GET_DEBUGREGS, SNAP_SEC_VCPU_DEBUGREGS, dregs);
+	SAVE(KVM_GET_LAPIC, SNAP_SEC_VCPU_LAPIC, lapic);
+	ret = save_msrs(vm, vcpu, b);
+	if (ret)
+		return ret;
+	SAVE(KVM_GET_VCPU_EVENTS, SNAP_SEC_VCPU_EVENTS, events);
+
+	cpuid = calloc(1, sizeof(*cpuid) + vm->cpuid->nent *
+		       sizeof(cpuid->entries[0]));
+	if (!cpuid)
+		return -ENOMEM;
+	cpuid->nent = vm->cpuid->nent;
+	if (ioctl(vcpu->fd, KVM_GET_CPUID2, cpuid)) {
+		ret = -errno;
+		free(cpuid);
+		return ret;
+	}
+	snap_add(b, SNAP_SEC_VCPU_CPUID, vcpu->id, cpuid->entries,
+		 cpuid->nent * sizeof(cpuid->entries[0]));
+	free(cpuid);
+	return 0;
+}
+
+static int save_vm_state(struct vm *vm, struct snap_buf *b)
+{
+	struct kvm_clock_data clock = { 0 };
+	struct kvm_pit_state2 pit;
+	struct kvm_irqchip chip;
+	int i;
+
+	for (i = KVM_IRQCHIP_PIC_MASTER; i <= KVM_IRQCHIP_IOAPIC; i++) {
+		memset(&chip, 0, sizeof(chip));
+		chip.chip_id = i;
+		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &chip))
+			return -errno;
+		snap_add(b, SNAP_SEC_IRQCHIP, i, &chip, sizeof(chip));
+	}
+	if (ioctl(vm->vm_fd, KVM_GET_PIT2, &pit))
+		return -errno;
+	snap_add(b, SNAP_SEC_PIT, 0, &pit, sizeof(pit));
+	if (ioctl(vm->vm_fd, KVM_GET_CLOCK, &clock))
+		return -errno;
+	clock.flags = 0;
+	snap_add(b, SNAP_SEC_CLOCK, 0, &clock, sizeof(clock));
+	return 0;
+}
+
+static void lock_devs(struct vm *vm, bool lock)
+{
+	int i;
+
+	for (i = 0; i < VM_MAX_DEVS; i++) {
+		if (!vm->devs[i])
+			continue;
+		if (lock)
+			pthread_mutex_lock(&vm->devs[i]->lock);
+		else
+			pthread_mutex_unlock(&vm->devs[i]->lock);
+	}
+}
+
+static void save_devs(struct vm *vm, struct snap_buf *b)
+{
+	static struct vsock_state vs;
+	struct virtio_mmio_state ms;
+	struct serial_regs sr;
+	int i;
+
+	serial_get_regs(vm->serial, &sr);
+	snap_add(b, SNAP_SEC_SERIAL, 0, &sr, sizeof(sr));
+	for (i = 0; i < VM_MAX_DEVS; i++) {
+		if (!vm->devs[i])
+			continue;
+		virtio_mmio_save(vm->devs[i], &ms);
+		snap_add(b, SNAP_SEC_VIRTIO, i, &ms, sizeof(ms));
+	}
+	if (vm->devs[VM_DEV_VSOCK]) {
+		vsock_save(vm->devs[VM_DEV_VSOCK], &vs);
+		snap_add(b, SNAP_SEC_VSOCK, 0, &vs,
+			 offsetof(struct vsock_state, conns) +
+			 vs.nr_conns * sizeof(vs.conns[0]));
+	}
+}
+
+/* Guest memory to dir/memory, zero pages left as holes; returns crc. */
+static int save_memory(struct vm *vm, int dfd, uint32_t *crc, char *err,
+		       size_t errlen)
+{
+	static const uint8_t zero[PAGE_SIZE];
+	const uint8_t *p = vm->mem.host;
+	uint64_t off = 0, size = vm->mem.size;
+	int fd, ret = 0;
+
+	unlinkat(dfd, "memory", 0);
+	fd = openat(dfd, "memory", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0600);
+	if (fd < 0)
+		return snap_err(err, errlen, -errno, "cannot create memory file: %s",
+				strerror(errno));
+	if (ftruncate(fd, size)) {
+		ret = snap_err(err, errlen, -errno, "memory file: %s",
+			       strerror(errno));
+		goto out;
+	}
+	*crc = snap_crc32(p, size);
+	while (off < size) {
+		uint64_t run = 0;
+
+		/* Gather a run of non-zero pages, write it in one go. */
+		while (off + run < size && run < (64ULL << 20) &&
+		       memcmp(p + off + run, zero, PAGE_SIZE))
+			run += PAGE_SIZE;
+		if (run) {
+			if (lseek(fd, off, SEEK_SET) < 0 ||
+			    write_full(fd, p + off, run)) {
+				ret = snap_err(err, errlen, -EIO,
+					       "writing memory file: %s",
+					       strerror(errno));
+				goto out;
+			}
+			off += run;
+		} else {
+			off += PAGE_SIZE;
+		}
+	}
+	if (fsync(fd))
+		ret = snap_err(err, errlen, -errno, "memory file: %s",
+			       strerror(errno));
+out:
+	close(fd);
+	return ret;
+}
+
+int snapshot_save(struct vm *vm, const struct snap_config *cfg,
+		  const char *dir, char *err, size_t errlen)
+{
+	struct snap_buf b;
+	uint32_t crc = 0;
+	int dfd, fd, i, ret;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return snap_err(err, errlen, -errno, "cannot create %s: %s",
+				dir, strerror(errno));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return snap_err(err, errlen, -errno, "cannot open %s: %s", dir,
+				strerror(errno));
+	snap_buf_init(&b);
+	lock_devs(vm, true);
+	snap_add(&b, SNAP_SEC_CONFIG, 0, cfg, sizeof(*cfg));
+	ret = save_vm_state(vm, &b);
+	if (ret) {
+		snap_err(err, errlen, ret, "saving VM state: %s", strerror(-ret));
+		goto unlock;
+	}
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		ret = save_vcpu(vm, &vm->vcpus[i], &b);
+		if (ret) {
+			snap_err(err, errlen, ret, "saving vCPU %d: %s", i,
+				 strerror(-ret));
+			goto unlock;
+		}
+	}
+	save_devs(vm, &b);
+	ret = save_memory(vm, dfd, &crc, err, errlen);
+unlock:
+	lock_devs(vm, false);
+	if (ret)
+		goto out;
+	ret = snap_finish(&b, vm->mem.size, crc, vm->nr_vcpus);
+	if (ret) {
+		snap_err(err, errlen, ret, "building state: %s", strerror(-ret));
+		goto out;
+	}
+	/* The state file is written last, atomically: it commits the snapshot. */
+	fd = openat(dfd, "state.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0600);
+	if (fd < 0) {
+		ret = snap_err(err, errlen, -errno, "cannot create state: %s",
+			       strerror(errno));
+		goto out;
+	}
+	ret = write_full(fd, b.data, b.len);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	if (!ret && renameat(dfd, "state.tmp", dfd, "state"))
+		ret = -errno;
+	if (ret) {
+		unlinkat(dfd, "state.tmp", 0);
+		snap_err(err, errlen, ret, "writing state: %s", strerror(-ret));
+	}
+out:
+	snap_buf_free(&b);
+	close(dfd);
+	return ret;
+}
+
+static int read_file(int dfd, const char *name, void **data, size_t *len,
+		     char *err, size_t errlen)
+{
+	struct stat st;
+	void *p;
+	int fd, ret;
+
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return snap_err(err, errlen, -errno, "cannot open %s: %s", name,
+				strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return snap_err(err, errlen, -EINVAL, "%s is not a regular file",
+				name);
+	}
+	if ((uint64_t)st.st_size > SNAP_MAX_FILE) {
+		close(fd);
+		return snap_err(err, errlen, -EFBIG, "%s is too big", name);
+	}
+	p = malloc(st.st_size ? st.st_size : 1);
+	if (!p) {
+		close(fd);
+		return snap_err(err, errlen, -ENOMEM, "out of memory");
+	}
+	ret = pread_full(fd, p, st.st_size, 0);
+	close(fd);
+	if (ret) {
+		free(p);
+		return snap_err(err, errlen, ret, "reading %s: %s", name,
+				strerror(-ret));
+	}
+	*data = p;
+	*len = st.st_size;
+	return 0;
+}
+
+static const struct snap_section *need(const struct snap_image *img,
+				       uint32_t type, uint32_t id, size_t size,
+				       char *err, size_t errlen)
+{
+	const struct snap_section *s = snap_find(img, type, id);
+
+	if (!s) {
+		snap_err(err, errlen, -EINVAL, "missing section %#x/%u", type, id);
+		return NULL;
+	}
+	if (size && s->size != size) {
+		snap_err(err, errlen, -EINVAL,
+			 "section %#x/%u has %llu bytes, expected %zu", type, id,
+			 (unsigned long long)s->size, size);
+		return NULL;
+	}
+	return s;
+}
+
+int snapshot_open(struct snap_restore *r, const char *dir, bool verify_mem,
+		  char *err, size_t errlen)
+{
+	const struct snap_section *s;
+	struct stat st;
+	char perr[160];
+	int dfd, ret, i;
+
+	memset(r, 0, sizeof(*r));
+	r->mem_fd = -1;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return snap_err(err, errlen, -errno, "cannot open %s: %s", dir,
+				strerror(errno));
+	ret = read_file(dfd, "state", &r->file, &r->file_len, err, errlen);
+	if (ret)
+		goto fail;
+	ret = snap_parse(r->file, r->file_len, &r->img, perr, sizeof(perr));
+	if (ret) {
+		snap_err(err, errlen, ret, "state: %s", perr);
+		goto fail;
+	}
+	ret = -EINVAL;
+	s = need(&r->img, SNAP_SEC_CONFIG, 0, sizeof(r->cfg), err, errlen);
+	if (!s)
+		goto fail;
+	memcpy(&r->cfg, s->data, sizeof(r->cfg));
+	r->cfg.rootfs[sizeof(r->cfg.rootfs) - 1] = 0;
+	if (r->cfg.mem_size != r->img.hdr.mem_size ||
+	    r->cfg.nr_vcpus != r->img.hdr.nr_vcpus ||
+	    r->cfg.mem_size < VM_MEM_MIN || r->cfg.mem_size > VM_MEM_MAX ||
+	    r->cfg.mem_size % PAGE_SIZE || !r->cfg.nr_vcpus ||
+	    r->cfg.nr_vcpus > VM_MAX_VCPUS) {
+		snap_err(err, errlen, ret, "state: bad VM configuration");
+		goto fail;
+	}
+	for (i = KVM_IRQCHIP_PIC_MASTER; i <= KVM_IRQCHIP_IOAPIC; i++)
+		if (!need(&r->img, SNAP_SEC_IRQCHIP, i, sizeof(struct kvm_irqchip),
+			  err, errlen))
+			goto fail;
+	if (!need(&r->img, SNAP_SEC_PIT, 0, sizeof(struct kvm_pit_state2), err,
+		  errlen) ||
+	    !need(&r->img, SNAP_SEC_CLOCK, 0, sizeof(struct kvm_clock_data),
+		  err, errlen) ||
+	    !need(&r->img, SNAP_SEC_SERIAL, 0, sizeof(struct serial_regs), err,
+		  errlen))
+		goto fail;
+
+	r->mem_fd = openat(dfd, "memory", O_RDONLY | O_CLOEXEC);
+	if (r->mem_fd < 0) {
+		ret = snap_err(err, errlen, -errno, "cannot open memory: %s",
+			       strerror(errno));
+		goto fail;
+	}
+	if (fstat(r->mem_fd, &st) || (uint64_t)st.st_size != r->cfg.mem_size) {
+		ret = snap_err(err, errlen, -ENODATA,
+			       "memory file has %lld bytes, the state says %llu",
+			       (long long)st.st_size,
+			       (unsigned long long)r->cfg.mem_size);
+		goto fail;
+	}
+	if (verify_mem) {
+		void *m = mmap(NULL, r->cfg.mem_size, PROT_READ, MAP_PRIVATE,
+			       r->mem_fd, 0);
+
+		if (m == MAP_FAILED) {
+			ret = snap_err(err, errlen, -errno, "mapping memory: %s",
+				       strerror(errno));
+			goto fail;
+		}
+		ret = snap_crc32(m, r->cfg.mem_size) == r->img.hdr.mem_crc32 ?
+		      0 : -EBADMSG;
+		munmap(m, r->cfg.mem_size);
+		if (ret) {
+			snap_err(err, errlen, ret, "memory checksum mismatch");
+			goto fail;
+		}
+	}
+	close(dfd);
+	return 0;
+fail:
+	close(dfd);
+	snapshot_close(r);
+	return ret;
+}
+
+void snapshot_close(struct snap_restore *r)
+{
+	snap_image_free(&r->img);
+	free(r->file);
+	r->file = NULL;
+	if (r->mem_fd >= 0)
+		close(r->mem_fd);
+	r->mem_fd = -1;
+}
+
+static int set_msrs(struct vcpu *vcpu, const struct snap_section *s)
+{
+	size_t n = s->size / sizeof(struct kvm_msr_entry);
+	struct kvm_msrs *msrs;
+	size_t done = 0;
+	int r;
+
+	if (s->size % sizeof(struct kvm_msr_entry) || n > MAX_MSRS)
+		return -EINVAL;
+	msrs = calloc(1, sizeof(*msrs) + n * sizeof(msrs->entries[0]));
+	if (!msrs)
+		return -ENOMEM;
+	memcpy(msrs->entries, s->data, s->size);
+	/* KVM stops at the first MSR it refuses: skip that one, go on. */
+	while (done < n) {
+		struct kvm_msrs *part = (void *)((char *)msrs +
+				done * sizeof(msrs->entries[0]));
+		struct kvm_msrs hdr = *part;
+
+		part->nmsrs = n - done;
+		part->pad = 0;
+		r = ioctl(vcpu->fd, KVM_SET_MSRS, part);
+		*part = hdr;
+		if (r < 0) {
+			free(msrs);
+			return -errno;
+		}
+		done += r;
+		if (done < n) {
+			pr_info("vCPU %d: MSR %#x not restored", vcpu->id,
+				msrs->entries[done].index);
+			done++;
+		}
+	}
+	free(msrs);
+	return 0;
+}
+
+/* The cpuid section holds raw entries; KVM wants a kvm_cpuid2 header. */
+static int set_cpuid(struct vcpu *vcpu, const struct snap_section *s)
+{
+	size_t n = s->size / sizeof(struct kvm_cpuid_entry2);
+	struct kvm_cpuid2 *c;
+	int ret = 0;
+
+	if (s->size % sizeof(struct kvm_cpuid_entry2) || !n || n > 4096)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c) + s->size);
+	if (!c)
+		return -ENOMEM;
+	c->nent = n;
+	memcpy(c->entries, s->data, s->size);
+	if (ioctl(vcpu->fd, KVM_SET_CPUID2, c))
+		ret = -errno;
+	free(c);
+	return ret;
+}
+
+#define LOAD(ioc, type, T) do {						\
+	s = need(&r->img, type, vcpu->id, sizeof(T), err, errlen);	\
+	if (!s)								\
+		return -EINVAL;						\
+	if (ioctl(vcpu->fd, ioc, s->data))				\
+		return snap_err(err, errlen, -errno, "vCPU %d: %s: %s",	\
+				vcpu->id, #ioc, strerror(errno));	\
+} while (0)
+
+static int load_vcpu(struct vcpu *vcpu, struct snap_restore *r, char *err,
+		     size_t errlen)
+{
+	const struct snap_section *s;
+	int ret;
+
+	s = need(&r->img, SNAP_SEC_VCPU_CPUID, vcpu->id, 0, err, errlen);
+	if (!s)
+		return -EINVAL;
+	ret = set_cpuid(vcpu, s);
+	if (ret)
+		return snap_err(err, errlen, ret, "vCPU %d: CPUID: %s", vcpu->id,
+				strerror(-ret));
+	LOAD(KVM_SET_MP_STATE, SNAP_SEC_VCPU_MP_STATE, struct kvm_mp_state);
+	LOAD(KVM_SET_REGS, SNAP_SEC_VCPU_REGS, struct kvm_regs);
+	LOAD(KVM_SET_SREGS, SNAP_SEC_VCPU_SREGS, struct kvm_sregs);
+	LOAD(KVM_SET_FPU, SNAP_SEC_VCPU_FPU, struct kvm_fpu);
+	LOAD(KVM_SET_XSAVE, SNAP_SEC_VCPU_XSAVE, struct kvm_xsave);
+	LOAD(KVM_SET_XCRS, SNAP_SEC_VCPU_XCRS, struct kvm_xcrs);
+	LOAD(KVM_SET_DEBUGREGS, SNAP_SEC_VCPU_DEBUGREGS, struct kvm_debugregs);
+	LOAD(KVM_SET_LAPIC, SNAP_SEC_VCPU_LAPIC, struct kvm_lapic_state);
+	s = need(&r->img, SNAP_SEC_VCPU_MSRS, vcpu->id, 0, err, errlen);
+	if (!s)
+		return -EINVAL;
+	ret = set_msrs(vcpu, s);
+	if (ret)
+		return snap_err(err, errlen, ret, "vCPU %d: MSRs: %s", vcpu->id,
+				strerror(-ret));
+	LOAD(KVM_SET_VCPU_EVENTS, SNAP_SEC_VCPU_EVENTS, struct kvm_vcpu_events);
+	return 0;
+}
+
+static int load_devs(struct vm *vm, struct snap_restore *r, char *err,
+		     size_t errlen)
+{
+	static struct vsock_state vs;
+	const struct snap_section *s;
+	int i;
+
+	s = snap_find(&r->img, SNAP_SEC_SERIAL, 0);
+	serial_set_regs(vm->serial, s->data);
+	for (i = 0; i < VM_MAX_DEVS; i++) {
+		struct virtio_mmio *t = vm->devs[i];
+		int ret;
+
+		if (!t)
+			continue;
+		s = need(&r->img, SNAP_SEC_VIRTIO, i,
+			 sizeof(struct virtio_mmio_state), err, errlen);
+		if (!s)
+			return -EINVAL;
+		pthread_mutex_lock(&t->lock);
+		ret = virtio_mmio_load(t, s->data);
+		pthread_mutex_unlock(&t->lock);
+		if (ret)
+			return snap_err(err, errlen, ret,
+					"device %d: state does not fit", i);
+	}
+	if (vm->devs[VM_DEV_VSOCK]) {
+		struct virtio_mmio *t = vm->devs[VM_DEV_VSOCK];
+		int ret;
+
+		s = need(&r->img, SNAP_SEC_VSOCK, 0, 0, err, errlen);
+		if (!s)
+			return -EINVAL;
+		memset(&vs, 0, sizeof(vs));
+		if (s->size < offsetof(struct vsock_state, conns) ||
+		    s->size > sizeof(vs))
+			return snap_err(err, errlen, -EINVAL,
+					"vsock section has a bad size");
+		memcpy(&vs, s->data, s->size);
+		if (s->size != offsetof(struct vsock_state, conns) +
+		    (uint64_t)vs.nr_conns * sizeof(vs.conns[0]))
+			return snap_err(err, errlen, -EINVAL,
+					"vsock section has a bad size");
+		pthread_mutex_lock(&t->lock);
+		ret = vsock_load(t, &vs);
+		pthread_mutex_unlock(&t->lock);
+		if (ret)
+			return snap_err(err, errlen, ret, "vsock state");
+	}
+	return 0;
+}
+
+int snapshot_load(struct vm *vm, struct snap_restore *r, char *err,
+		  size_t errlen)
+{
+	const struct snap_section *s;
+	int i, ret;
+
+	for (i = KVM_IRQCHIP_PIC_MASTER; i <= KVM_IRQCHIP_IOAPIC; i++) {
+		s = snap_find(&r->img, SNAP_SEC_IRQCHIP, i);
+		if (((const struct kvm_irqchip *)s->data)->chip_id != (uint32_t)i)
+			return snap_err(err, errlen, -EINVAL, "irqchip %d: bad id", i);
+		if (ioctl(vm->vm_fd, KVM_SET_IRQCHIP, s->data))
+			return snap_err(err, errlen, -errno, "KVM_SET_IRQCHIP: %s",
+					strerror(errno));
+	}
+	s = snap_find(&r->img, SNAP_SEC_PIT, 0);
+	if (ioctl(vm->vm_fd, KVM_SET_PIT2, s->data))
+		return snap_err(err, errlen, -errno, "KVM_SET_PIT2: %s",
+				strerror(errno));
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		ret = load_vcpu(&vm->vcpus[i], r, err, errlen);
+		if (ret)
+			return ret;
+	}
+	ret = load_devs(vm, r, err, errlen);
+	if (ret)
+		return ret;
+	s = snap_find(&r->img, SNAP_SEC_CLOCK, 0);
+	{
+		struct kvm_clock_data clock;
+
+		memcpy(&clock, s->data, sizeof(clock));
+		clock.flags = 0;
+		if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &clock))
+			return snap_err(err, errlen, -errno, "KVM_SET_CLOCK: %s",
+					strerror(errno));
+	}
+	return 0;
+}

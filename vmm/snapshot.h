@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Snapshot and restore of a whole VM: a directory with two files,
+ *   state   the state file (snapfile.h): vCPUs, irqchip, PIT, clock, devices
+ *   memory  the guest memory, raw, mem_size bytes (sparse where zero)
+ * Restore maps memory with MAP_PRIVATE: clones share the file's pages
+ * copy-on-write.
+ */
+#ifndef CUBE_VMM_SNAPSHOT_H
+#define CUBE_VMM_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "snapfile.h"
+
+struct vm;
+
+#define SNAP_CFG_BLK		(1U << 0)
+
+/* The VM's shape: what a restore must rebuild before loading state. */
+struct snap_config {
+	uint64_t mem_size;
+	uint32_t nr_vcpus;
+	uint32_t flags;			/* SNAP_CFG_* */
+	uint64_t guest_cid;
+	uint64_t blk_size;		/* bytes of the rootfs image */
+	char rootfs[256];		/* its path when saved */
+};
+
+struct snap_restore {
+	struct snap_image img;
+	void *file;			/* the state file's bytes */
+	size_t file_len;
+	struct snap_config cfg;
+	int mem_fd;
+};
+
+/* Pause first (vm_pause); writes dir/state and dir/memory. */
+int snapshot_save(struct vm *vm, const struct snap_config *cfg,
+		  const char *dir, char *err, size_t errlen);
+/* Read and check dir/state and dir/memory; fills r (mem_fd open). */
+int snapshot_open(struct snap_restore *r, const char *dir, bool verify_mem,
+		  char *err, size_t errlen);
+/* Load the state into a VM built from r->cfg with its devices. */
+int snapshot_load(struct vm *vm, struct snap_restore *r, char *err,
+		  size_t errlen);
+void snapshot_close(struct snap_restore *r);
+
+#endif /* CUBE_VMM_SNAPSHOT_H */

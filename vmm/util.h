@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Small helpers shared by cube-vmm's files. */
+#ifndef CUBE_VMM_UTIL_H
+#define CUBE_VMM_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((__typeof__(x))(a) - 1))
+#define MIN(a, b)	((a) < (b) ? (a) : (b))
+#define MAX(a, b)	((a) > (b) ? (a) : (b))
+
+#define SZ_1K		0x400ULL
+#define SZ_1M		0x100000ULL
+#define SZ_1G		0x40000000ULL
+
+extern int vmm_verbose;
+
+void vmm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define pr_err(fmt, ...)	vmm_log("cube-vmm: " fmt "\n", ##__VA_ARGS__)
+#define pr_info(fmt, ...)	do { if (vmm_verbose) vmm_log("cube-vmm: " fmt "\n", ##__VA_ARGS__); } while (0)
+
+/* Write all of buf; returns 0 or -errno. */
+int write_full(int fd, const void *buf, size_t len);
+/* pread all of buf at off; -EIO on a short file, else 0 or -errno. */
+int pread_full(int fd, void *buf, size_t len, off_t off);
+/* Parse a decimal unsigned in [min, max]; 0 or -EINVAL/-ERANGE. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+#endif /* CUBE_VMM_UTIL_H */

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * virtio-vsock (virtio 1.x, section 5.10) with the host side on a Unix
+ * socket, hybrid style:
+ *
+ *   host -> guest: connect to the UDS, write "CONNECT <port>\n"; once the
+ *     guest accepts, read "OK <host port>\n"; then the stream is the guest
+ *     socket's.  A refused or failed connection is closed without a reply.
+ *   guest -> host: a guest connect() to CID 2 port P is bridged to the UDS
+ *     "<path>_<P>" if something listens there, else it is reset.
+ *
+ * Credit-based flow control per connection both ways; anything malformed
+ * from the guest resets the connection it names (RST).  One I/O thread
+ * owns every connection and does all queue work under the transport lock.
+ */
+#ifndef CUBE_VMM_VSOCK_H
+#define CUBE_VMM_VSOCK_H
+
+#include <stdint.h>
+
+#define VSOCK_HOST_CID		2
+#define VSOCK_DEFAULT_CID	3
+#define VSOCK_MAX_CONNS		1024
+#define VSOCK_BUF_ALLOC		(256 * 1024)
+
+struct vm;
+struct virtio_mmio;
+
+/* Create the device; uds_path may be NULL (no host side). */
+struct virtio_mmio *vsock_create(struct vm *vm, uint64_t base, uint32_t irq,
+				 uint64_t guest_cid, const char *uds_path,
+				 const char **err);
+int vsock_start(struct virtio_mmio *t);
+void vsock_destroy(struct virtio_mmio *t);
+
+/* Snapshot: the connection table (host streams are reset on restore). */
+struct vsock_state {
+	uint64_t guest_cid;
+	uint32_t next_port;
+	uint32_t nr_conns;
+	struct {
+		uint32_t local_port;
+		uint32_t peer_port;
+	} conns[VSOCK_MAX_CONNS];
+};
+
+/* Both with the transport lock held. */
+void vsock_save(struct virtio_mmio *t, struct vsock_state *s);
+/*
+ * After the transport state is loaded: reset every saved connection in
+ * the guest (RST each, then a TRANSPORT_RESET event).
+ */
+int vsock_load(struct virtio_mmio *t, const struct vsock_state *s);
+
+#endif /* CUBE_VMM_VSOCK_H */
