@@ -35,6 +35,7 @@
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/mount.h>
 #include <linux/pagemap.h>
 #include <linux/pseudo_fs.h>
@@ -591,11 +592,16 @@ long cube_clone_create_ioctl(void __user *argp)
 		ret = fd;
 		goto err_clone;
 	}
-	ihold(clone->inode);	/* the file's; the clone keeps its own */
+	/* The file's references: __fput() drops them. */
+	ret = -ENOENT;
+	if (!try_module_get(THIS_MODULE))
+		goto err_fd;
+	ihold(clone->inode);
 	file = alloc_file_pseudo(clone->inode, cube_mem_mnt, "cube-clone",
 				 O_RDWR, &cube_clone_fops);
 	if (IS_ERR(file)) {
 		iput(clone->inode);
+		module_put(THIS_MODULE);
 		ret = PTR_ERR(file);
 		goto err_fd;
 	}
@@ -622,8 +628,11 @@ static int cube_mem_init_fs_context(struct fs_context *fc)
 	return init_pseudo(fc, CUBE_MEM_MAGIC) ? 0 : -ENOMEM;
 }
 
+/*
+ * No .owner: the internal mount would pin the module forever.  It lives
+ * from module init to exit, and every clone file pins the module itself.
+ */
 static struct file_system_type cube_mem_fs_type = {
-	.owner		= THIS_MODULE,
 	.name		= "cube_mem",
 	.init_fs_context = cube_mem_init_fs_context,
 	.kill_sb	= kill_anon_super,
