@@ -23,6 +23,10 @@ enum {
 
 static struct genl_family cube_genl_family;
 
+static const struct netlink_range_validation cube_grace_range = {
+	.max	= CUBE_KILL_GRACE_MS_MAX,
+};
+
 /* Policies of the nests, one per operation so each takes only its keys. */
 static const struct nla_policy
 cube_sandbox_id_policy[CUBE_SANDBOX_A_MAX + 1] = {
@@ -33,7 +37,7 @@ static const struct nla_policy
 cube_sandbox_kill_policy[CUBE_SANDBOX_A_MAX + 1] = {
 	[CUBE_SANDBOX_A_ID]		= { .type = NLA_U64 },
 	[CUBE_SANDBOX_A_GRACE_MS]	=
-		NLA_POLICY_MAX(NLA_U32, CUBE_KILL_GRACE_MS_MAX),
+		NLA_POLICY_FULL_RANGE(NLA_U32, &cube_grace_range),
 };
 
 static const struct nla_policy
