@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * parallel_test: many clones of one snapshot at once.
+ *
+ * 64 processes and 64 threads each clone one snapshot, check they read it,
+ * write their own pattern and check they never see another clone's.
+ * Several threads share one clone and race reads, writes and resets on
+ * it: every read sees the snapshot or the value its page's owner wrote.
+ */
+#include <pthread.h>
+
+#include "cube_test.h"
+#include "mem_util.h"
+
+#define NR_CLONES	64
+#define NR_PAGES	64
+#define SNAP_BYTE(p)	((unsigned char)(0x80 | (p)))
+
+static int dev;
+static uint64_t snap_id;
+
+static uint64_t make_snapshot(void)
+{
+	unsigned char *r = mem_region(NR_PAGES * PAGE);
+	uint64_t id = 0;
+	int p;
+
+	if (r == MAP_FAILED)
+		return 0;
+	for (p = 0; p < NR_PAGES; p += 2)	/* odd pages are holes */
+		memset(r + p * PAGE, SNAP_BYTE(p), PAGE);
+	if (mem_snapshot_user(dev, r, NR_PAGES * PAGE, &id))
+		id = 0;
+	munmap(r, NR_PAGES * PAGE);
+	return id;
+}
+
+static unsigned char snap_byte(int p)
+{
+	return p % 2 ? 0 : SNAP_BYTE(p);
+}
+
+/* One clone's life; returns 0 when everything it saw was right. */
+static int clone_worker(int me)
+{
+	unsigned char *m;
+	int c, p, round, bad = 0;
+
+	c = mem_clone(dev, snap_id, me % 3 ? 0 : CUBE_CLONE_F_PREFAULT);
+	if (c < 0)
+		return 1;
+	m = mem_map(c, NR_PAGES * PAGE);
+	if (m == MAP_FAILED) {
+		close(c);
+		return 1;
+	}
+	for (p = 0; p < NR_PAGES; p++)
+		bad |= m[p * PAGE + me] != snap_byte(p);
+	for (round = 0; round < 4; round++) {
+		for (p = round; p < NR_PAGES; p += 4)
+			memset(m + p * PAGE, me + 1, PAGE);
+		for (p = 0; p < NR_PAGES; p++) {
+			unsigned char want = p % 4 <= round ? me + 1 :
+					     snap_byte(p);
+
+			bad |= m[p * PAGE] != want ||
+			       m[p * PAGE + PAGE - 1] != want;
+		}
+		sched_yield();
+	}
+	munmap(m, NR_PAGES * PAGE);
+	close(c);
+	return bad;
+}
+
+FIXTURE(par) {
+	struct cube_mem_stats base;
+};
+
+FIXTURE_SETUP(par)
+{
+	dev = mem_open_dev();
+	if (dev < 0)
+		SKIP("no /dev/cube: %s", strerror(errno));
+	ASSERT_OK(mem_stats(dev, &self->base));
+	snap_id = make_snapshot();
+	ASSERT_NE(snap_id, 0);
+}
+
+static void check_back(const struct cube_mem_stats *base)
+{
+	struct cube_mem_stats st;
+	unsigned char *m;
+	int c, p;
+
+	/* the snapshot itself never changed */
+	c = mem_clone(dev, snap_id, 0);
+	ASSERT_GE(c, 0);
+	m = mem_map(c, NR_PAGES * PAGE);
+	ASSERT_NE(m, MAP_FAILED);
+	for (p = 0; p < NR_PAGES; p++)
+		EXPECT_EQ(m[p * PAGE + 7], snap_byte(p));
+	munmap(m, NR_PAGES * PAGE);
+	close(c);
+	ASSERT_OK(mem_snapshot_delete(dev, snap_id));
+	snap_id = 0;
+	ASSERT_OK(mem_stats(dev, &st));
+	EXPECT_EQ(st.snapshots, base->snapshots);
+	EXPECT_EQ(st.clones, base->clones);
+	EXPECT_EQ(st.shared_pages, base->shared_pages);
+	EXPECT_EQ(st.private_pages, base->private_pages);
+}
+
+FIXTURE_TEARDOWN(par)
+{
+	if (snap_id)
+		mem_snapshot_delete(dev, snap_id);
+	close(dev);
+}
+
+TEST_F(par, processes_64)
+{
+	pid_t pids[NR_CLONES];
+	int i, status, failed = 0;
+	int go[2];
+	char ch;
+
+	ASSERT_OK(pipe(go));
+	for (i = 0; i < NR_CLONES; i++) {
+		pids[i] = fork();
+		ASSERT_GE(pids[i], 0);
+		if (!pids[i]) {
+			close(go[1]);
+			if (read(go[0], &ch, 1) != 0)	/* start together */
+				_exit(2);
+			_exit(clone_worker(i));
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	for (i = 0; i < NR_CLONES; i++) {
+		ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			TH_LOG("clone process %d: status 0x%x", i, status);
+			failed++;
+		}
+	}
+	EXPECT_EQ(failed, 0);
+	check_back(&self->base);
+}
+
+static pthread_barrier_t barrier;
+
+static void *thread_worker(void *arg)
+{
+	pthread_barrier_wait(&barrier);
+	return (void *)(intptr_t)clone_worker((int)(intptr_t)arg);
+}
+
+TEST_F(par, threads_64)
+{
+	pthread_t t[NR_CLONES];
+	void *ret;
+	int i, failed = 0;
+
+	pthread_barrier_init(&barrier, NULL, NR_CLONES);
+	for (i = 0; i < NR_CLONES; i++)
+		ASSERT_EQ(pthread_create(&t[i], NULL, thread_worker,
+					 (void *)(intptr_t)i), 0);
+	for (i = 0; i < NR_CLONES; i++) {
+		ASSERT_EQ(pthread_join(t[i], &ret), 0);
+		failed += ret != NULL;
+	}
+	EXPECT_EQ(failed, 0);
+	check_back(&self->base);
+}
+
+/* Threads sharing one clone: thread t owns the pages p with p % 4 == t. */
+struct shared_clone {
+	int clone;
+	unsigned char *m;
+	volatile int stop;
+	int bad;
+};
+
+static struct shared_clone sc;
+
+static void *owner_thread(void *arg)
+{
+	int t = (int)(intptr_t)arg, p, n;
+
+	for (n = 0; n < 200; n++) {
+		for (p = 0; p < NR_PAGES; p++) {
+			unsigned char v = sc.m[p * PAGE + 100];
+
+			if (v != snap_byte(p) && v != 0x40 + p % 4)
+				__atomic_store_n(&sc.bad, 1, __ATOMIC_RELAXED);
+			if (p % 4 == t && (n + p) % 3 == 0)
+				memset(sc.m + p * PAGE, 0x40 + t, PAGE);
+		}
+	}
+	return NULL;
+}
+
+static void *reset_thread(void *arg)
+{
+	while (!sc.stop) {
+		if (ioctl(sc.clone, CUBE_IOC_CLONE_RESET, 0))
+			__atomic_store_n(&sc.bad, 1, __ATOMIC_RELAXED);
+		usleep(500);
+	}
+	return NULL;
+}
+
+TEST_F(par, threads_race_on_one_clone)
+{
+	pthread_t t[4], r;
+	int i;
+
+	sc.clone = mem_clone(dev, snap_id, 0);
+	ASSERT_GE(sc.clone, 0);
+	sc.m = mem_map(sc.clone, NR_PAGES * PAGE);
+	ASSERT_NE(sc.m, MAP_FAILED);
+	ASSERT_EQ(pthread_create(&r, NULL, reset_thread, NULL), 0);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(pthread_create(&t[i], NULL, owner_thread,
+					 (void *)(intptr_t)i), 0);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(pthread_join(t[i], NULL), 0);
+	sc.stop = 1;
+	ASSERT_EQ(pthread_join(r, NULL), 0);
+	EXPECT_EQ(sc.bad, 0);
+	/* quiet now: a reset leaves exactly the snapshot */
+	ASSERT_OK(ioctl(sc.clone, CUBE_IOC_CLONE_RESET, 0));
+	for (i = 0; i < NR_PAGES; i++)
+		EXPECT_EQ(sc.m[i * PAGE + 5], snap_byte(i));
+	munmap(sc.m, NR_PAGES * PAGE);
+	close(sc.clone);
+	check_back(&self->base);
+}
+
+TEST_MAIN()
