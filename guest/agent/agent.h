@@ -45,6 +45,7 @@ struct session {
 	struct exec_state *exec;
 	struct write_state *wr;
 	uint32_t tmp_seq;
+	uint32_t last_exec;	/* id of the last command, 0: none yet */
 };
 
 /* session.c */

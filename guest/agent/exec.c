@@ -83,6 +83,7 @@ struct spawn {
 	char **argv;
 	char **envp;
 	const char *cwd;
+	bool cwd_given;		/* else the home, or "/" when it is missing */
 	const struct agent_user *user;
 	const struct agent_config *cfg;
 	int pipes[3][2];
@@ -118,7 +119,7 @@ static void __attribute__((noreturn)) child(const struct spawn *sp)
 		if (fchdir(sp->cfg->rootfd) < 0 || chroot(".") < 0)
 			child_fail(efd, STAGE_ROOT);
 	}
-	if (chdir(sp->cwd) < 0)
+	if (chdir(sp->cwd) < 0 && (sp->cwd_given || chdir("/") < 0))
 		child_fail(efd, STAGE_CWD);
 	if (sp->user) {
 		if (setgroups(sp->user->ngroups, sp->user->groups) < 0 ||
@@ -237,6 +238,7 @@ static int spawn(struct session *s, const struct cube_wire_msg *m,
 		goto out_close;
 	}
 	e->id = m->id;
+	s->last_exec = m->id;
 	e->pid = pid;
 	e->pidfd = syscall(SYS_pidfd_open, pid, 0);
 	e->fd_in = sp->pipes[0][1];
@@ -310,7 +312,8 @@ int exec_start(struct session *s, const struct cube_wire_msg *m)
 	}
 	err = collect(s, m, &sp, sp.user, &replied);
 	if (!replied) {
-		if (m->first[CUBE_ATTR_CWD])
+		sp.cwd_given = m->first[CUBE_ATTR_CWD];
+		if (sp.cwd_given)
 			sp.cwd = cube_wire_value(m->first[CUBE_ATTR_CWD]);
 		else
 			sp.cwd = sp.user ? user.home : "/";

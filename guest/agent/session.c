@@ -154,6 +154,9 @@ static int dispatch(struct session *s, const struct cube_agent_hdr *hdr,
 	case CUBE_MSG_STDIN:
 	case CUBE_MSG_STDIN_CLOSE:
 	case CUBE_MSG_SIGNAL:
+		/* sent before the host saw the command end: nothing to do */
+		if (s->last_exec && m.id == s->last_exec)
+			return 0;
 		return session_send_error(s, m.id, ESRCH,
 					  "no command is running");
 	case CUBE_MSG_DATA:
