@@ -258,7 +258,7 @@ static int parse_sandbox(struct nlattr *nest, struct cube_nl_sandbox *sb)
 	sb->shared_pages = get_u64(tb[CUBE_SANDBOX_A_SHARED_PAGES]);
 	sb->netns_cookie = get_u64(tb[CUBE_SANDBOX_A_NETNS_COOKIE]);
 	sb->created_ns = get_u64(tb[CUBE_SANDBOX_A_CREATED_NS]);
-	get_str(tb[CUBE_SANDBOX_A_TEMPLATE], sb->template, sizeof(sb->template));
+	get_str(tb[CUBE_SANDBOX_A_TEMPLATE], sb->template_name, sizeof(sb->template_name));
 	get_str(tb[CUBE_SANDBOX_A_POOL], sb->pool, sizeof(sb->pool));
 	if (tb[CUBE_SANDBOX_A_LABELS])
 		return parse_labels(tb[CUBE_SANDBOX_A_LABELS], sb);
@@ -273,7 +273,7 @@ static int parse_pool(struct nlattr *nest, struct cube_nl_pool *p)
 	if (nla_parse_nested(tb, CUBE_POOL_A_MAX, nest, pool_policy))
 		return -EBADMSG;
 	get_str(tb[CUBE_POOL_A_NAME], p->name, sizeof(p->name));
-	get_str(tb[CUBE_POOL_A_TEMPLATE], p->template, sizeof(p->template));
+	get_str(tb[CUBE_POOL_A_TEMPLATE], p->template_name, sizeof(p->template_name));
 	p->target = get_u32(tb[CUBE_POOL_A_TARGET]);
 	p->low = get_u32(tb[CUBE_POOL_A_LOW]);
 	p->size = get_u32(tb[CUBE_POOL_A_SIZE]);

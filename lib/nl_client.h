@@ -38,7 +38,7 @@ struct cube_nl_sandbox {
 	uint64_t shared_pages;
 	uint64_t netns_cookie;
 	uint64_t created_ns;
-	char template[CUBE_NAME_MAX];
+	char template_name[CUBE_NAME_MAX];
 	char pool[CUBE_NAME_MAX];
 	unsigned int nlabels;
 	struct cube_nl_label labels[CUBE_LABELS_MAX];
@@ -46,7 +46,7 @@ struct cube_nl_sandbox {
 
 struct cube_nl_pool {
 	char name[CUBE_NAME_MAX];
-	char template[CUBE_NAME_MAX];
+	char template_name[CUBE_NAME_MAX];
 	uint32_t target;
 	uint32_t low;
 	uint32_t size;

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cube_backend.h: the E2B backend on top of cube.ko (netlink), cube-shim /
+ * cube-vmm (lib/cube_runtime.c) and the guest agent (lib/agent_client.c).
+ *
+ * It keeps what E2B knows and the module does not: each sandbox's end
+ * time, metadata, environment and envd access token.  These are saved in
+ * the sandbox's run directory ("e2b.json", mode 0600) so that a restarted
+ * daemon rebuilds its view from the module's sandbox dump plus these
+ * files.  Sandboxes started by cubectl appear too (their file, when
+ * cubectl wrote one, gives their end time).
+ */
+#ifndef CUBE_BACKEND_H
+#define CUBE_BACKEND_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "e2b_backend.h"
+
+struct cube_backend;
+
+/* -ENOPKG when cube.ko is not loaded */
+int cube_backend_new(struct cube_backend **out);
+void cube_backend_free(struct cube_backend *b);
+/* the e2b_backend for the server */
+struct e2b_backend cube_backend_e2b(struct cube_backend *b);
+
+/* reconcile with the module's dump (on start and after lost events) */
+int cube_backend_sync(struct cube_backend *b);
+/* kill every sandbox whose end time is past; returns how many */
+int cube_backend_expire(struct cube_backend *b, time_t now);
+/* a sandbox is gone (exit event): forget it */
+void cube_backend_forget(struct cube_backend *b, uint64_t id);
+
+/* the end-time file of a sandbox, written by cubectl create --timeout */
+int cube_meta_write_end(uint64_t id, time_t end_at);
+
+#endif /* CUBE_BACKEND_H */

@@ -1,0 +1,735 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube_proc.c: commands running in sandboxes, each pumped by one thread,
+ * read by any number of streams.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent_client.h"
+#include "cube_proc.h"
+#include "cube_runtime.h"
+
+/* Output queued for slow readers before the pump stops reading. */
+#define QUEUE_MAX	(8u << 20)
+#define PUMP_POLL_MS	50
+
+struct pev {
+	struct pev *next;
+	uint64_t seq;
+	enum e2b_event_type type;
+	int exit_code;
+	int signal;
+	char error[E2B_MSG_MAX];
+	size_t len;
+	unsigned char data[];
+};
+
+struct cube_proc {
+	struct cube_proc_table *t;
+	struct cube_proc *next;
+	uint64_t sandbox;
+	uint32_t pid;
+	char *tag;
+	struct e2b_proc_config cfg;
+	struct cube_agent *a;
+	pthread_t thread;
+	/* the queue */
+	struct pev *head, *tail;
+	uint64_t next_seq;
+	size_t queued;
+	struct e2b_proc *readers;
+	bool ended;		/* END queued */
+	bool dead;		/* pump gone */
+	/* requests for the pump */
+	unsigned char *in;
+	size_t in_len;
+	bool close_stdin;
+	int sig;
+};
+
+/* a reader */
+struct e2b_proc {
+	struct cube_proc *p;
+	struct e2b_proc *next;
+	uint64_t cursor;
+	bool start_sent;
+	bool end_sent;
+	unsigned char *buf;
+};
+
+struct cube_proc_table {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct cube_proc *procs;
+	bool quit;
+};
+
+int cube_proc_table_new(struct cube_proc_table **out)
+{
+	struct cube_proc_table *t = calloc(1, sizeof(*t));
+	pthread_condattr_t ca;
+
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	*out = t;
+	return 0;
+}
+
+static void free_queue(struct cube_proc *p)
+{
+	while (p->head) {
+		struct pev *e = p->head;
+
+		p->head = e->next;
+		free(e);
+	}
+	p->tail = NULL;
+	p->queued = 0;
+}
+
+static void proc_free(struct cube_proc *p)
+{
+	size_t i;
+
+	free_queue(p);
+	free(p->tag);
+	free(p->cfg.cmd);
+	for (i = 0; i < p->cfg.nargs; i++)
+		free(p->cfg.args[i]);
+	free(p->cfg.args);
+	e2b_kvs_free(&p->cfg.envs);
+	free(p->cfg.cwd);
+	free(p->in);
+	free(p);
+}
+
+/* Unlink and free @p if its pump is gone and nobody reads it; locked. */
+static void proc_reap_locked(struct cube_proc *p)
+{
+	struct cube_proc **pp;
+
+	if (!p->dead || p->readers)
+		return;
+	for (pp = &p->t->procs; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	pthread_join(p->thread, NULL);
+	proc_free(p);
+}
+
+void cube_proc_table_free(struct cube_proc_table *t)
+{
+	struct cube_proc *p;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->quit = true;
+	pthread_cond_broadcast(&t->cond);
+	while ((p = t->procs)) {
+		while (!p->dead)
+			pthread_cond_wait(&t->cond, &t->lock);
+		t->procs = p->next;
+		pthread_mutex_unlock(&t->lock);
+		pthread_join(p->thread, NULL);
+		pthread_mutex_lock(&t->lock);
+		proc_free(p);
+	}
+	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->cond);
+	free(t);
+}
+
+/* --- the queue --- */
+
+static uint64_t min_cursor(const struct cube_proc *p)
+{
+	const struct e2b_proc *r;
+	uint64_t m = p->next_seq;
+
+	for (r = p->readers; r; r = r->next)
+		if (r->cursor < m)
+			m = r->cursor;
+	return m;
+}
+
+static void trim_locked(struct cube_proc *p)
+{
+	uint64_t m = min_cursor(p);
+
+	while (p->head && p->head->seq < m) {
+		struct pev *e = p->head;
+
+		p->head = e->next;
+		if (!p->head)
+			p->tail = NULL;
+		p->queued -= e->len;
+		free(e);
+	}
+}
+
+static void push_locked(struct cube_proc *p, struct pev *e)
+{
+	e->seq = p->next_seq++;
+	e->next = NULL;
+	if (p->tail)
+		p->tail->next = e;
+	else
+		p->head = e;
+	p->tail = e;
+	p->queued += e->len;
+	if (e->type == E2B_EV_END)
+		p->ended = true;
+	trim_locked(p);
+	pthread_cond_broadcast(&p->t->cond);
+}
+
+static void push_end_locked(struct cube_proc *p, int code, int sig,
+			    const char *error)
+{
+	struct pev *e = calloc(1, sizeof(*e));
+
+	if (!e) {
+		p->ended = true;
+		return;
+	}
+	e->type = E2B_EV_END;
+	e->exit_code = code;
+	e->signal = sig;
+	snprintf(e->error, sizeof(e->error), "%s", error ? error : "");
+	push_locked(p, e);
+}
+
+/* --- the pump --- */
+
+static void pass_requests_locked(struct cube_proc *p)
+{
+	struct cube_proc_table *t = p->t;
+
+	if (p->sig) {
+		int sig = p->sig;
+
+		p->sig = 0;
+		pthread_mutex_unlock(&t->lock);
+		cube_agent_exec_signal(p->a, sig);
+		pthread_mutex_lock(&t->lock);
+	}
+	if (p->in_len) {
+		unsigned char *buf = p->in, *nb;
+		size_t len = p->in_len;
+		ssize_t n;
+
+		/* take the buffer; writers start a new one meanwhile */
+		p->in = NULL;
+		p->in_len = 0;
+		pthread_mutex_unlock(&t->lock);
+		n = cube_agent_exec_stdin(p->a, buf, len);
+		pthread_mutex_lock(&t->lock);
+		if (n == -EAGAIN)
+			n = 0;
+		if (n < 0) {
+			free(buf);	/* stdin is closed or gone */
+		} else if ((size_t)n < len) {
+			/* put the rest back in front of what came since */
+			nb = realloc(buf, len - n + p->in_len);
+			if (nb) {
+				memmove(nb, nb + n, len - n);
+				if (p->in_len)
+					memcpy(nb + len - n, p->in, p->in_len);
+				free(p->in);
+				p->in = nb;
+				p->in_len += len - n;
+			} else {
+				free(buf);
+			}
+		} else {
+			free(buf);
+		}
+	}
+	if (p->close_stdin && !p->in_len) {
+		p->close_stdin = false;
+		pthread_mutex_unlock(&t->lock);
+		cube_agent_exec_close_stdin(p->a);
+		pthread_mutex_lock(&t->lock);
+	}
+}
+
+static void *pump(void *arg)
+{
+	struct cube_proc *p = arg;
+	struct cube_proc_table *t = p->t;
+	struct cube_exec_event ev;
+	int ret;
+
+	pthread_mutex_lock(&t->lock);
+	while (!p->ended) {
+		if (t->quit) {
+			push_end_locked(p, -1, 0, "the server is shutting down");
+			break;
+		}
+		pass_requests_locked(p);
+		if (p->queued > QUEUE_MAX) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += PUMP_POLL_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&t->lock);
+		ret = cube_agent_exec_next(p->a, &ev, PUMP_POLL_MS);
+		pthread_mutex_lock(&t->lock);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret) {
+			push_end_locked(p, -1, 0,
+					"lost the connection to the sandbox");
+			break;
+		}
+		if (ev.type == CUBE_EXEC_STDOUT || ev.type == CUBE_EXEC_STDERR) {
+			struct pev *e;
+
+			if (!p->readers || !ev.len)
+				continue;	/* nobody listens */
+			e = calloc(1, sizeof(*e) + ev.len);
+			if (!e)
+				continue;
+			e->type = ev.type == CUBE_EXEC_STDOUT ? E2B_EV_STDOUT :
+				  E2B_EV_STDERR;
+			e->len = ev.len;
+			memcpy(e->data, ev.data, ev.len);
+			push_locked(p, e);
+		} else if (ev.type == CUBE_EXEC_EXIT) {
+			const struct cube_exec_status *st = &ev.status;
+
+			push_end_locked(p, st->exited ? st->code : -1,
+					st->exited ? 0 : st->signal,
+					st->timed_out ? "timed out" : NULL);
+		}
+	}
+	p->dead = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	cube_agent_close(p->a);
+	p->a = NULL;
+	return NULL;
+}
+
+/* --- starting --- */
+
+static int copy_config(struct e2b_proc_config *dst,
+		       const struct e2b_proc_config *src)
+{
+	size_t i;
+
+	memset(dst, 0, sizeof(*dst));
+	dst->cmd = strdup(src->cmd);
+	dst->args = calloc(src->nargs + 1, sizeof(*dst->args));
+	if (!dst->cmd || !dst->args)
+		return -ENOMEM;
+	for (i = 0; i < src->nargs; i++) {
+		dst->args[i] = strdup(src->args[i]);
+		if (!dst->args[i])
+			return -ENOMEM;
+		dst->nargs++;
+	}
+	if (src->cwd && !(dst->cwd = strdup(src->cwd)))
+		return -ENOMEM;
+	return e2b_kvs_copy(&dst->envs, &src->envs);
+}
+
+static char *env_entry(const char *k, const char *v)
+{
+	char *s;
+
+	if (asprintf(&s, "%s=%s", k, v) < 0)
+		return NULL;
+	return s;
+}
+
+static void free_strv(char **v)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* PATH and HOME, then the sandbox's variables, then the command's. */
+static char **build_env(const struct e2b_start *req,
+			const struct e2b_kvs *extra)
+{
+	size_t n = 2 + (extra ? extra->n : 0) + req->proc.envs.n, i, k = 0;
+	const char *user = req->user[0] ? req->user : "root";
+	char **v = calloc(n + 1, sizeof(*v));
+	char home[64];
+
+	if (!v)
+		return NULL;
+	if (!strcmp(user, "root"))
+		snprintf(home, sizeof(home), "/root");
+	else
+		snprintf(home, sizeof(home), "/home/%s", user);
+	v[k++] = env_entry("PATH",
+			   "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	v[k++] = env_entry("HOME", home);
+	for (i = 0; extra && i < extra->n; i++)
+		v[k++] = env_entry(extra->v[i].key, extra->v[i].value);
+	for (i = 0; i < req->proc.envs.n; i++)
+		v[k++] = env_entry(req->proc.envs.v[i].key,
+				   req->proc.envs.v[i].value);
+	for (i = 0; i < k; i++) {
+		if (!v[i]) {
+			free_strv(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+static struct e2b_proc *attach_locked(struct cube_proc *p)
+{
+	struct e2b_proc *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->p = p;
+	r->cursor = p->next_seq;
+	r->next = p->readers;
+	p->readers = r;
+	return r;
+}
+
+int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
+		    const struct e2b_start *req,
+		    const struct e2b_kvs *env_extra,
+		    struct e2b_proc **out, char *msg)
+{
+	struct cube_exec_spec spec = { 0 };
+	struct cube_proc *p;
+	char **argv = NULL, **envp = NULL;
+	size_t i;
+	int ret;
+
+	if (req->pty) {
+		snprintf(msg, E2B_MSG_MAX, "pseudo-terminals are not supported");
+		return -EOPNOTSUPP;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->t = t;
+	p->sandbox = sandbox;
+	ret = copy_config(&p->cfg, &req->proc);
+	if (!ret && req->tag && !(p->tag = strdup(req->tag)))
+		ret = -ENOMEM;
+	argv = calloc(req->proc.nargs + 2, sizeof(*argv));
+	envp = build_env(req, env_extra);
+	if (!ret && (!argv || !envp))
+		ret = -ENOMEM;
+	if (ret)
+		goto err;
+	argv[0] = req->proc.cmd;
+	for (i = 0; i < req->proc.nargs; i++)
+		argv[i + 1] = req->proc.args[i];
+	spec.argv = (const char *const *)argv;
+	spec.envp = (const char *const *)envp;
+	spec.cwd = req->proc.cwd;
+	spec.user = req->user[0] ? req->user : NULL;
+
+	ret = cube_sandbox_agent(sandbox, &p->a);
+	if (ret) {
+		snprintf(msg, E2B_MSG_MAX, "cannot reach the sandbox's agent");
+		ret = ret == -ENOENT || ret == -ECONNREFUSED ? -ECONNREFUSED : ret;
+		goto err;
+	}
+	cube_agent_set_timeout(p->a, 10000);
+	ret = cube_agent_exec_start(p->a, &spec, &p->pid);
+	if (ret) {
+		snprintf(msg, E2B_MSG_MAX, "%s", cube_agent_error(p->a));
+		goto err;
+	}
+	cube_agent_set_timeout(p->a, -1);
+	if (!req->stdin_open)
+		p->close_stdin = true;
+
+	pthread_mutex_lock(&t->lock);
+	*out = attach_locked(p);
+	if (!*out) {
+		pthread_mutex_unlock(&t->lock);
+		cube_agent_exec_signal(p->a, 9);
+		ret = -ENOMEM;
+		goto err;
+	}
+	p->next = t->procs;
+	t->procs = p;
+	ret = pthread_create(&p->thread, NULL, pump, p);
+	if (ret) {
+		t->procs = p->next;
+		free(*out);
+		pthread_mutex_unlock(&t->lock);
+		cube_agent_exec_signal(p->a, 9);
+		ret = -ret;
+		goto err;
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(argv);
+	free_strv(envp);
+	return 0;
+err:
+	if (p->a)
+		cube_agent_close(p->a);
+	proc_free(p);
+	free(argv);
+	free_strv(envp);
+	return ret;
+}
+
+static struct cube_proc *find_locked(struct cube_proc_table *t,
+				     uint64_t sandbox,
+				     const struct e2b_selector *sel)
+{
+	struct cube_proc *p;
+
+	for (p = t->procs; p; p = p->next) {
+		if (p->sandbox != sandbox || p->ended)
+			continue;
+		if (sel->tag ? (p->tag && !strcmp(p->tag, sel->tag)) :
+		    p->pid == sel->pid)
+			return p;
+	}
+	return NULL;
+}
+
+int cube_proc_connect(struct cube_proc_table *t, uint64_t sandbox,
+		      const struct e2b_selector *sel, struct e2b_proc **out)
+{
+	struct cube_proc *p;
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	p = find_locked(t, sandbox, sel);
+	if (!p)
+		ret = -ENOENT;
+	else if (!(*out = attach_locked(p)))
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+int cube_proc_next(struct e2b_proc *r, struct e2b_event *ev, int timeout_ms)
+{
+	struct cube_proc *p = r->p;
+	struct cube_proc_table *t = p->t;
+	struct timespec ts;
+	struct pev *e;
+	int ret = 0;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!r->start_sent) {
+		r->start_sent = true;
+		ev->type = E2B_EV_START;
+		ev->pid = p->pid;
+		return 0;
+	}
+	if (r->end_sent)
+		return -EPIPE;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		for (e = p->head; e && e->seq < r->cursor; e = e->next)
+			;
+		if (e)
+			break;
+		if (p->dead) {
+			ret = -EIO;
+			goto out;
+		}
+		if (pthread_cond_timedwait(&t->cond, &t->lock, &ts) == ETIMEDOUT) {
+			ret = -ETIMEDOUT;
+			goto out;
+		}
+	}
+	free(r->buf);
+	r->buf = NULL;
+	if (e->len) {
+		r->buf = malloc(e->len);
+		if (!r->buf) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memcpy(r->buf, e->data, e->len);
+	}
+	ev->type = e->type;
+	ev->data = r->buf;
+	ev->len = e->len;
+	ev->exit_code = e->exit_code;
+	ev->signal = e->signal;
+	snprintf(ev->error, sizeof(ev->error), "%s", e->error);
+	if (e->type == E2B_EV_END)
+		r->end_sent = true;
+	r->cursor = e->seq + 1;
+	trim_locked(p);
+	pthread_cond_broadcast(&t->cond);
+out:
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void cube_proc_reader_close(struct e2b_proc *r)
+{
+	struct cube_proc *p;
+	struct cube_proc_table *t;
+	struct e2b_proc **rp;
+
+	if (!r)
+		return;
+	p = r->p;
+	t = p->t;
+	pthread_mutex_lock(&t->lock);
+	for (rp = &p->readers; *rp; rp = &(*rp)->next) {
+		if (*rp == r) {
+			*rp = r->next;
+			break;
+		}
+	}
+	trim_locked(p);
+	proc_reap_locked(p);
+	pthread_mutex_unlock(&t->lock);
+	free(r->buf);
+	free(r);
+}
+
+int cube_proc_list(struct cube_proc_table *t, uint64_t sandbox,
+		   struct e2b_proc_info **out, size_t *n)
+{
+	struct e2b_proc_info *v = NULL;
+	struct cube_proc *p;
+	size_t cnt = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (p = t->procs; p; p = p->next)
+		if (p->sandbox == sandbox && !p->ended)
+			cnt++;
+	v = calloc(cnt ? cnt : 1, sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOMEM;
+	}
+	cnt = 0;
+	for (p = t->procs; p && !ret; p = p->next) {
+		if (p->sandbox != sandbox || p->ended)
+			continue;
+		v[cnt].pid = p->pid;
+		if (p->tag && !(v[cnt].tag = strdup(p->tag)))
+			ret = -ENOMEM;
+		if (!ret)
+			ret = copy_config(&v[cnt].config, &p->cfg);
+		cnt++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (ret) {
+		e2b_proc_info_free(v, cnt);
+		return ret;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int cube_proc_signal(struct cube_proc_table *t, uint64_t sandbox,
+		     const struct e2b_selector *sel, int sig)
+{
+	struct cube_proc *p;
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	p = find_locked(t, sandbox, sel);
+	if (p)
+		p->sig = sig;
+	else
+		ret = -ENOENT;
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+int cube_proc_input(struct cube_proc_table *t, uint64_t sandbox,
+		    const struct e2b_selector *sel, const void *data,
+		    size_t len)
+{
+	struct cube_proc *p;
+	unsigned char *nb;
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	p = find_locked(t, sandbox, sel);
+	if (!p) {
+		ret = -ENOENT;
+	} else if (p->in_len + len > QUEUE_MAX) {
+		ret = -EAGAIN;
+	} else if (len) {
+		nb = realloc(p->in, p->in_len + len);
+		if (!nb) {
+			ret = -ENOMEM;
+		} else {
+			memcpy(nb + p->in_len, data, len);
+			p->in = nb;
+			p->in_len += len;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+int cube_proc_close_stdin(struct cube_proc_table *t, uint64_t sandbox,
+			  const struct e2b_selector *sel)
+{
+	struct cube_proc *p;
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	p = find_locked(t, sandbox, sel);
+	if (p)
+		p->close_stdin = true;
+	else
+		ret = -ENOENT;
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void cube_proc_drop_sandbox(struct cube_proc_table *t, uint64_t sandbox)
+{
+	struct cube_proc *p;
+
+	pthread_mutex_lock(&t->lock);
+	for (p = t->procs; p; p = p->next)
+		if (p->sandbox == sandbox && !p->ended)
+			p->sig = 9;
+	pthread_mutex_unlock(&t->lock);
+}

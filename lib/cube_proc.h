@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cube_proc.h: commands running in sandboxes, shared by several readers.
+ *
+ * Each command has its own agent connection and one pump thread, the only
+ * user of that connection: it reads the command's events into a queue and
+ * passes on stdin, signals and stdin-close requests queued by other
+ * threads.  Readers (streams) each keep a cursor into the queue; events
+ * every reader has seen are dropped, and so is output nobody reads.  A
+ * reader attached later (Connect) sees events from then on.
+ */
+#ifndef CUBE_PROC_H
+#define CUBE_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "e2b_backend.h"
+
+struct cube_proc;
+struct cube_proc_table;
+
+int cube_proc_table_new(struct cube_proc_table **out);
+/* kills nothing: the commands die with their sandboxes */
+void cube_proc_table_free(struct cube_proc_table *t);
+
+/**
+ * cube_proc_start() - start a command and attach a first reader
+ * @t: table
+ * @sandbox: sandbox id
+ * @req: what to run
+ * @env_extra: sandbox-wide variables, before @req's own (may be NULL)
+ * @out: the reader (cube_proc_reader_close() it)
+ * @msg: reason on failure
+ */
+int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
+		    const struct e2b_start *req,
+		    const struct e2b_kvs *env_extra,
+		    struct e2b_proc **out, char *msg);
+/* attach a reader to a running command */
+int cube_proc_connect(struct cube_proc_table *t, uint64_t sandbox,
+		      const struct e2b_selector *sel, struct e2b_proc **out);
+/* the e2b_backend_ops.proc_next contract */
+int cube_proc_next(struct e2b_proc *r, struct e2b_event *ev, int timeout_ms);
+void cube_proc_reader_close(struct e2b_proc *r);
+
+int cube_proc_list(struct cube_proc_table *t, uint64_t sandbox,
+		   struct e2b_proc_info **out, size_t *n);
+int cube_proc_signal(struct cube_proc_table *t, uint64_t sandbox,
+		     const struct e2b_selector *sel, int sig);
+int cube_proc_input(struct cube_proc_table *t, uint64_t sandbox,
+		    const struct e2b_selector *sel, const void *data,
+		    size_t len);
+int cube_proc_close_stdin(struct cube_proc_table *t, uint64_t sandbox,
+			  const struct e2b_selector *sel);
+/* forget a sandbox's commands (it is gone): their readers see an end */
+void cube_proc_drop_sandbox(struct cube_proc_table *t, uint64_t sandbox);
+
+#endif /* CUBE_PROC_H */

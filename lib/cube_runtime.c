@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube_runtime.c: sandbox and template files on the host; starting a
+ * sandbox through cube-shim.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_client.h"
+#include "cube_runtime.h"
+
+static void set_err(char *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void set_err(char *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, CUBE_ERR_MAX, fmt, ap);
+	va_end(ap);
+}
+
+const char *cube_run_dir(void)
+{
+	const char *d = getenv("CUBE_RUN_DIR");
+
+	return d && d[0] == '/' ? d : "/run/cube";
+}
+
+const char *cube_state_dir(void)
+{
+	const char *d = getenv("CUBE_STATE_DIR");
+
+	return d && d[0] == '/' ? d : "/var/lib/cube";
+}
+
+int cube_sandbox_path(char *buf, size_t len, uint64_t id, const char *file)
+{
+	int n = snprintf(buf, len, "%s/sandboxes/%llu%s%s", cube_run_dir(),
+			 (unsigned long long)id, file ? "/" : "",
+			 file ? file : "");
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int cube_parse_id(const char *s, uint64_t *id)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || s[0] < '0' || s[0] > '9' || strlen(s) > 20)
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end || errno || !v)
+		return -EINVAL;
+	*id = v;
+	return 0;
+}
+
+static bool executable(const char *p)
+{
+	return !access(p, X_OK);
+}
+
+int cube_find_helper(const char *name, const char *env, char *buf,
+		     size_t len)
+{
+	char self[PATH_MAX], *slash, *path, *tok, *save;
+	const char *e = env ? getenv(env) : NULL;
+	ssize_t n;
+
+	if (e && e[0]) {
+		if (!executable(e))
+			return -ENOENT;
+		snprintf(buf, len, "%s", e);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(buf, len, "%s/%s", self, name);
+			if (executable(buf))
+				return 0;
+			snprintf(buf, len, "%s/../vmm/%s", self, name);
+			if (executable(buf))
+				return 0;
+		}
+	}
+	e = getenv("PATH");
+	path = strdup(e ? e : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin");
+	if (!path)
+		return -ENOMEM;
+	for (tok = strtok_r(path, ":", &save); tok;
+	     tok = strtok_r(NULL, ":", &save)) {
+		snprintf(buf, len, "%s/%s", tok, name);
+		if (executable(buf)) {
+			free(path);
+			return 0;
+		}
+	}
+	free(path);
+	return -ENOENT;
+}
+
+/* --- templates --- */
+
+bool cube_name_valid(const char *s)
+{
+	size_t i;
+
+	if (!s || !s[0] || s[0] == '.' || strlen(s) >= CUBE_NAME_MAX)
+		return false;
+	for (i = 0; s[i]; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static int template_dir(const char *name, char *buf, size_t len)
+{
+	int n;
+
+	if (!cube_name_valid(name))
+		return -EINVAL;
+	n = snprintf(buf, len, "%s/templates/%s", cube_state_dir(), name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int parse_uint(const char *s, unsigned int max, unsigned int *out)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || !v || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cube_template_load(const char *name, struct cube_template *t, char *err)
+{
+	char path[PATH_MAX + 32], *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int ret = 0, lineno = 0;
+	FILE *f;
+
+	memset(t, 0, sizeof(*t));
+	ret = template_dir(name, t->dir, sizeof(t->dir));
+	if (ret) {
+		set_err(err, "'%s' is not a valid template name", name);
+		return ret;
+	}
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	if (snprintf(t->snapshot, sizeof(t->snapshot), "%s/snapshot",
+		     t->dir) >= (int)sizeof(t->snapshot))
+		return -ENAMETOOLONG;
+	t->vcpus = CUBE_VCPUS_DEFAULT;
+	t->memory_mb = CUBE_MEMORY_DEFAULT;
+	snprintf(path, sizeof(path), "%s/template.conf", t->dir);
+	f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		set_err(err, ret == -ENOENT ? "unknown template '%s'" :
+			"cannot read template '%s'", name);
+		return ret;
+	}
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		char *eq, *val;
+
+		lineno++;
+		if (len && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (!len || line[0] == '#')
+			continue;
+		eq = strchr(line, '=');
+		if (!eq) {
+			ret = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		val = eq + 1;
+		if (!strcmp(line, "kernel"))
+			snprintf(t->kernel, sizeof(t->kernel), "%s", val);
+		else if (!strcmp(line, "initrd"))
+			snprintf(t->initrd, sizeof(t->initrd), "%s", val);
+		else if (!strcmp(line, "rootfs"))
+			snprintf(t->rootfs, sizeof(t->rootfs), "%s", val);
+		else if (!strcmp(line, "vcpus"))
+			ret = parse_uint(val, 16, &t->vcpus);
+		else if (!strcmp(line, "memory"))
+			ret = parse_uint(val, 3072, &t->memory_mb);
+		if (ret)
+			break;
+	}
+	free(line);
+	fclose(f);
+	if (ret)
+		set_err(err, "template '%s': bad line %d in template.conf",
+			name, lineno);
+	return ret;
+}
+
+int cube_template_save(const struct cube_template *t)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/templates", cube_state_dir());
+	mkdir(cube_state_dir(), 0755);
+	mkdir(path, 0755);
+	if (mkdir(t->dir, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/template.conf", t->dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "# cube template %s\nkernel=%s\n", t->name, t->kernel);
+	if (t->initrd[0])
+		fprintf(f, "initrd=%s\n", t->initrd);
+	if (t->rootfs[0])
+		fprintf(f, "rootfs=%s\n", t->rootfs);
+	fprintf(f, "vcpus=%u\nmemory=%u\n", t->vcpus, t->memory_mb);
+	if (fclose(f) || rename(tmp, path)) {
+		int ret = -errno;
+
+		unlink(tmp);
+		return ret;
+	}
+	return 0;
+}
+
+int cube_template_list(char (**out)[CUBE_NAME_MAX], size_t *n)
+{
+	char path[PATH_MAX], (*v)[CUBE_NAME_MAX] = NULL;
+	size_t cnt = 0;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/templates", cube_state_dir());
+	d = opendir(path);
+	if (!d) {
+		*out = NULL;
+		*n = 0;
+		return errno == ENOENT ? 0 : -errno;
+	}
+	while ((de = readdir(d))) {
+		char conf[PATH_MAX + 300];
+		void *nv;
+
+		if (!cube_name_valid(de->d_name))
+			continue;
+		snprintf(conf, sizeof(conf), "%s/%s/template.conf", path,
+			 de->d_name);
+		if (access(conf, R_OK))
+			continue;
+		nv = realloc(v, (cnt + 1) * sizeof(*v));
+		if (!nv) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
+		}
+		v = nv;
+		memcpy(v[cnt++], de->d_name, strlen(de->d_name) + 1);
+	}
+	closedir(d);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static int remove_tree(const char *path)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int ret = 0;
+
+	if (lstat(path, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) ? -errno : 0;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >=
+		    (int)sizeof(sub)) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		ret = remove_tree(sub);
+		if (ret)
+			break;
+	}
+	closedir(d);
+	if (!ret && rmdir(path))
+		ret = -errno;
+	return ret;
+}
+
+int cube_template_remove(const char *name)
+{
+	char dir[PATH_MAX], conf[PATH_MAX + 16];
+	int ret = template_dir(name, dir, sizeof(dir));
+
+	if (ret)
+		return ret;
+	snprintf(conf, sizeof(conf), "%s/template.conf", dir);
+	if (access(conf, F_OK))
+		return -ENOENT;
+	return remove_tree(dir);
+}
+
+/* --- sandboxes --- */
+
+int cube_sandbox_agent(uint64_t id, struct cube_agent **out)
+{
+	char path[PATH_MAX];
+	int ret = cube_sandbox_path(path, sizeof(path), id, "vsock");
+
+	if (ret)
+		return ret;
+	return cube_agent_connect_vsock(path, 0, out);
+}
+
+/*
+ * The shim reports on @fd: "OK <id>\n" once the sandbox is ready, or
+ * "ERR <errno> <message>\n".
+ */
+static int read_report(int fd, int timeout_s, uint64_t *id, char *err)
+{
+	char buf[CUBE_ERR_MAX + 32];
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t len = 0;
+	time_t end = time(NULL) + timeout_s;
+
+	for (;;) {
+		int left = (int)(end - time(NULL));
+		ssize_t n;
+
+		if (left <= 0) {
+			set_err(err, "the sandbox did not start within %d s",
+				timeout_s);
+			return -ETIMEDOUT;
+		}
+		if (poll(&pfd, 1, left * 1000) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += n;
+		if (memchr(buf, '\n', len) || len == sizeof(buf) - 1)
+			break;
+	}
+	buf[len] = '\0';
+	if (!strncmp(buf, "OK ", 3)) {
+		char *nl = strchr(buf, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (!cube_parse_id(buf + 3, id))
+			return 0;
+	}
+	if (!strncmp(buf, "ERR ", 4)) {
+		char *msg;
+		long e = strtol(buf + 4, &msg, 10);
+		char *nl = strchr(msg, '\n');
+
+		if (nl)
+			*nl = '\0';
+		while (*msg == ' ')
+			msg++;
+		set_err(err, "%s", msg);
+		return e > 0 && e < 4096 ? -e : -EIO;
+	}
+	set_err(err, "the sandbox supervisor died while starting");
+	return -EIO;
+}
+
+int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
+{
+	char shim[PATH_MAX], vmm[PATH_MAX], num[3][32];
+	const char *argv[64 + 2 * CUBE_LABELS_MAX];
+	char labels[CUBE_LABELS_MAX][CUBE_NAME_MAX + CUBE_LABEL_VALUE_MAX + 2];
+	unsigned int timeout = l->boot_timeout ? l->boot_timeout :
+			       CUBE_BOOT_TIMEOUT;
+	int pfd[2], status, ret, argc = 0;
+	unsigned int i;
+	pid_t pid;
+
+	if (l->nlabels > CUBE_LABELS_MAX)
+		return -E2BIG;
+	if (cube_find_helper("cube-shim", "CUBE_SHIM", shim, sizeof(shim))) {
+		set_err(err, "cube-shim not found (set CUBE_SHIM)");
+		return -ENOENT;
+	}
+	if (cube_find_helper("cube-vmm", "CUBE_VMM", vmm, sizeof(vmm))) {
+		set_err(err, "cube-vmm not found (set CUBE_VMM)");
+		return -ENOENT;
+	}
+	snprintf(num[0], sizeof(num[0]), "%u",
+		 l->vcpus ? l->vcpus : l->tmpl->vcpus);
+	snprintf(num[1], sizeof(num[1]), "%u",
+		 l->memory_mb ? l->memory_mb : l->tmpl->memory_mb);
+	snprintf(num[2], sizeof(num[2]), "%u", timeout);
+	argv[argc++] = shim;
+	argv[argc++] = "--template";
+	argv[argc++] = l->tmpl->name;
+	argv[argc++] = "--vcpus";
+	argv[argc++] = num[0];
+	argv[argc++] = "--memory";
+	argv[argc++] = num[1];
+	argv[argc++] = "--boot-timeout";
+	argv[argc++] = num[2];
+	argv[argc++] = "--report-fd";
+	argv[argc++] = "3";
+	if (l->pool) {
+		argv[argc++] = "--pool";
+		argv[argc++] = l->pool;
+	}
+	for (i = 0; i < l->nlabels; i++) {
+		snprintf(labels[i], sizeof(labels[i]), "%s=%s",
+			 l->labels[i].key, l->labels[i].value);
+		argv[argc++] = "--label";
+		argv[argc++] = labels[i];
+	}
+	argv[argc++] = "--";
+	argv[argc++] = vmm;
+	argv[argc++] = "--restore";
+	argv[argc++] = l->tmpl->snapshot;
+	argv[argc] = NULL;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		/* detach: the shim must outlive whoever asked for it */
+		int devnull = open("/dev/null", O_RDWR);
+
+		setsid();
+		if (fork())
+			_exit(0);
+		if (dup2(pfd[1], 3) < 0)
+			_exit(127);
+		if (devnull >= 0) {
+			dup2(devnull, 0);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+		}
+		signal(SIGPIPE, SIG_DFL);
+		execv(shim, (char **)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	ret = read_report(pfd[0], timeout + 10, id, err);
+	close(pfd[0]);
+	return ret;
+}

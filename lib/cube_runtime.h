@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cube_runtime.h: where sandboxes and templates live on the host, and how
+ * a sandbox is started.
+ *
+ * A sandbox is one cube-shim process (the owner of its /dev/cube sandbox
+ * fd) supervising one cube-vmm.  Its files are in the run directory
+ * $CUBE_RUN_DIR/sandboxes/<id>/ (default /run/cube): "vsock" (the VMM's
+ * hybrid vsock socket, where the guest agent answers), "control" (the
+ * VMM's control socket) and "console.log".  When the sandbox ends, the
+ * shim removes the directory.
+ *
+ * A template is a directory $CUBE_STATE_DIR/templates/<name>/ (default
+ * /var/lib/cube) holding "template.conf" (key=value lines: kernel, initrd,
+ * rootfs, vcpus, memory) and "snapshot/", the VMM snapshot new sandboxes
+ * are restored from.
+ */
+#ifndef CUBE_RUNTIME_H
+#define CUBE_RUNTIME_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/cube.h>
+
+#define CUBE_ERR_MAX		256
+#define CUBE_VCPUS_DEFAULT	1
+#define CUBE_MEMORY_DEFAULT	256	/* MiB */
+#define CUBE_BOOT_TIMEOUT	120	/* seconds a sandbox may take to answer */
+
+const char *cube_run_dir(void);
+const char *cube_state_dir(void);
+/* "<run dir>/sandboxes/<id>/<file>" into @buf */
+int cube_sandbox_path(char *buf, size_t len, uint64_t id, const char *file);
+
+/* Helper programs: $CUBE_VMM / $CUBE_SHIM, else beside the running
+ * program, else ../vmm/cube-vmm from it, else in $PATH. */
+int cube_find_helper(const char *name, const char *env, char *buf,
+		     size_t len);
+
+/* --- templates --- */
+
+/* 1..CUBE_NAME_MAX-1 bytes of [A-Za-z0-9._-], not starting with '.' */
+bool cube_name_valid(const char *s);
+
+struct cube_template {
+	char name[CUBE_NAME_MAX];
+	char kernel[PATH_MAX];
+	char initrd[PATH_MAX];		/* "" when none */
+	char rootfs[PATH_MAX];		/* "" when none */
+	unsigned int vcpus;
+	unsigned int memory_mb;
+	char dir[PATH_MAX];		/* the template's directory */
+	char snapshot[PATH_MAX + 16];	/* its snapshot directory */
+};
+
+/* -ENOENT: no such template; -EINVAL: a damaged template.conf */
+int cube_template_load(const char *name, struct cube_template *t,
+		       char *err);
+/* @out: malloc()ed array of names (CUBE_NAME_MAX each), free() it */
+int cube_template_list(char (**out)[CUBE_NAME_MAX], size_t *n);
+int cube_template_remove(const char *name);
+/* write template.conf into t->dir (created) */
+int cube_template_save(const struct cube_template *t);
+
+/* --- sandboxes --- */
+
+struct cube_label_kv {
+	char key[CUBE_NAME_MAX];
+	char value[CUBE_LABEL_VALUE_MAX];
+};
+
+/**
+ * struct cube_launch - how to start one sandbox
+ * @tmpl: the template (its snapshot is restored)
+ * @vcpus, @memory_mb: declared to the module (0: the template's)
+ * @labels, @nlabels: module labels
+ * @pool: when not NULL, the sandbox waits in this pool instead of running
+ * @boot_timeout: seconds to wait for the guest agent (0: default)
+ */
+struct cube_launch {
+	const struct cube_template *tmpl;
+	unsigned int vcpus;
+	unsigned int memory_mb;
+	const struct cube_label_kv *labels;
+	unsigned int nlabels;
+	const char *pool;
+	unsigned int boot_timeout;
+};
+
+/**
+ * cube_sandbox_launch() - start a sandbox and wait until its agent answers
+ * @l: what to start
+ * @id: set to the module's sandbox id
+ * @err: a one-line reason on failure (CUBE_ERR_MAX bytes)
+ *
+ * The shim runs detached from the caller.  On failure nothing is left:
+ * no process, no run directory, no module sandbox.
+ *
+ * Return: 0, -ENOPKG when cube.ko is not loaded, -EACCES without the
+ * rights to /dev/cube, -ETIMEDOUT when the guest never answered, other
+ * -errno.
+ */
+int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err);
+
+struct cube_agent;
+/* a new connection to the sandbox's guest agent */
+int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
+
+/* parse a decimal sandbox id; -EINVAL when it is none */
+int cube_parse_id(const char *s, uint64_t *id);
+
+#endif /* CUBE_RUNTIME_H */

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * e2b_control.c: the control plane (sandbox life cycle) of the E2B API.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2b_http.h"
+#include "e2b_json.h"
+
+static void backend_error(struct e2b_response *resp, int err, const char *id,
+			  const char *msg)
+{
+	unsigned int st = e2b_status_from_errno(err);
+
+	if (msg && msg[0])
+		e2b_reply_error(resp, st, "%s", msg);
+	else if (st == 404 && id)
+		e2b_reply_error(resp, 404, "sandbox \"%s\" not found", id);
+	else if (st == 503)
+		e2b_reply_error(resp, 503, "the sandbox service is unavailable");
+	else
+		e2b_reply_error(resp, st, "%s", strerror(err < 0 ? -err : err));
+}
+
+static void do_create(const struct e2b_api *api, const struct e2b_request *req,
+		      struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_new_sandbox nr;
+	struct e2b_sandbox sb = { 0 };
+	char msg[E2B_MSG_MAX] = "";
+	int ret;
+
+	if (e2b_parse_new_sandbox(req->body, req->body_len, &nr, msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
+	}
+	ret = b->ops->create(b->be, &nr, &sb, msg);
+	if (ret) {
+		if (ret == -ENOENT && !msg[0])
+			e2b_reply_error(resp, 404, "template \"%s\" not found",
+					nr.template_id);
+		else
+			backend_error(resp, ret, NULL, msg);
+	} else {
+		e2b_reply_json(resp, 201, e2b_json_sandbox(&sb, true));
+	}
+	e2b_sandbox_free(&sb);
+	e2b_kvs_free(&nr.metadata);
+	e2b_kvs_free(&nr.env);
+}
+
+/* "running,paused" (the SDK's form style, explode=false) */
+static int parse_states(const char *s, bool *running, bool *paused)
+{
+	char buf[64], *tok, *save;
+
+	*running = *paused = true;
+	if (!s || !s[0])
+		return 0;
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	*running = *paused = false;
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "running"))
+			*running = true;
+		else if (!strcmp(tok, "paused"))
+			*paused = true;
+		else
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * metadata=k1%3Dv1%26k2%3Dv2 arrives decoded once as "k1=v1&k2=v2", each
+ * key and value itself URL-encoded (the SDK encodes twice).
+ */
+static int url_decode(const char *s, size_t n, char *out, size_t cap)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (o + 1 >= cap)
+			return -EINVAL;
+		if (c == '%') {
+			int hi, lo;
+
+			if (i + 2 >= n)
+				return -EINVAL;
+			hi = hexval(s[i + 1]);
+			lo = hexval(s[i + 2]);
+			if (hi < 0 || lo < 0 || (!hi && !lo))
+				return -EINVAL;
+			out[o++] = hi << 4 | lo;
+			i += 2;
+		} else {
+			out[o++] = c == '+' ? ' ' : c;
+		}
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int parse_metadata_query(const char *s, struct e2b_kvs *out)
+{
+	char key[E2B_META_KEY_MAX + 1], val[E2B_META_VAL_MAX + 1];
+	const char *p = s;
+
+	while (p && *p) {
+		const char *amp = strchr(p, '&');
+		size_t n = amp ? (size_t)(amp - p) : strlen(p);
+		const char *eq = memchr(p, '=', n);
+
+		if (!eq || eq == p)
+			return -EINVAL;
+		if (url_decode(p, eq - p, key, sizeof(key)) ||
+		    url_decode(eq + 1, n - (eq - p) - 1, val, sizeof(val)))
+			return -EINVAL;
+		if (out->n >= E2B_META_MAX || e2b_kvs_add(out, key, val))
+			return -EINVAL;
+		p = amp ? amp + 1 : NULL;
+	}
+	return 0;
+}
+
+static bool matches(const struct e2b_sandbox *sb, bool running, bool paused,
+		    const char *tmpl, const struct e2b_kvs *meta)
+{
+	size_t i;
+
+	if (sb->paused ? !paused : !running)
+		return false;
+	if (tmpl && tmpl[0] && strcmp(tmpl, sb->template_id))
+		return false;
+	for (i = 0; i < meta->n; i++) {
+		const char *v = e2b_kvs_get(&sb->metadata, meta->v[i].key);
+
+		if (!v || strcmp(v, meta->v[i].value))
+			return false;
+	}
+	return true;
+}
+
+static void do_list(const struct e2b_api *api, const struct e2b_request *req,
+		    struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_kvs meta = { 0 };
+	struct e2b_sandbox *sbs = NULL;
+	struct json_object *arr;
+	bool running, paused;
+	size_t n = 0, i;
+	int ret;
+
+	if (parse_states(req->query(req->ctx, "state"), &running, &paused)) {
+		e2b_reply_error(resp, 400, "state must be running and/or paused");
+		return;
+	}
+	if (parse_metadata_query(req->query(req->ctx, "metadata"), &meta)) {
+		e2b_kvs_free(&meta);
+		e2b_reply_error(resp, 400, "malformed metadata filter");
+		return;
+	}
+	ret = b->ops->list(b->be, &sbs, &n);
+	if (ret) {
+		e2b_kvs_free(&meta);
+		backend_error(resp, ret, NULL, NULL);
+		return;
+	}
+	arr = json_object_new_array();
+	for (i = 0; arr && i < n; i++)
+		if (matches(&sbs[i], running, paused,
+			    req->query(req->ctx, "template"), &meta))
+			json_object_array_add(arr, e2b_json_listed(&sbs[i]));
+	for (i = 0; i < n; i++)
+		e2b_sandbox_free(&sbs[i]);
+	free(sbs);
+	e2b_kvs_free(&meta);
+	e2b_reply_json(resp, 200, arr);
+}
+
+static void do_get(const struct e2b_api *api, const struct e2b_route *rt,
+		   struct e2b_response *resp, bool connect)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_sandbox sb = { 0 };
+	int ret;
+
+	ret = b->ops->get(b->be, rt->sandbox, &sb);
+	if (ret) {
+		backend_error(resp, ret, rt->sandbox, NULL);
+		return;
+	}
+	if (connect)
+		e2b_reply_json(resp, 200, e2b_json_sandbox(&sb, true));
+	else
+		e2b_reply_json(resp, 200, e2b_json_sandbox_detail(&sb));
+	e2b_sandbox_free(&sb);
+}
+
+static void no_content(struct e2b_response *resp)
+{
+	e2b_response_free(resp);
+	resp->status = 204;
+	resp->content_type = NULL;
+	resp->len = 0;
+}
+
+static void do_kill(const struct e2b_api *api, const struct e2b_route *rt,
+		    struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	int ret = b->ops->kill(b->be, rt->sandbox);
+
+	if (ret)
+		backend_error(resp, ret, rt->sandbox, NULL);
+	else
+		no_content(resp);
+}
+
+static void do_timeout(const struct e2b_api *api, const struct e2b_route *rt,
+		       const struct e2b_request *req,
+		       struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	unsigned int secs = 0;
+	bool given;
+	int ret;
+
+	if (e2b_parse_timeout(req->body, req->body_len, true, &secs, &given,
+			      msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
+	}
+	ret = b->ops->set_timeout(b->be, rt->sandbox, secs);
+	if (ret)
+		backend_error(resp, ret, rt->sandbox, NULL);
+	else
+		no_content(resp);
+}
+
+static void do_connect(const struct e2b_api *api, const struct e2b_route *rt,
+		       const struct e2b_request *req,
+		       struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_sandbox sb = { 0 };
+	char msg[E2B_MSG_MAX] = "";
+	unsigned int secs = 0;
+	bool given;
+	int ret;
+
+	if (e2b_parse_timeout(req->body, req->body_len, false, &secs, &given,
+			      msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
+	}
+	ret = b->ops->get(b->be, rt->sandbox, &sb);
+	if (ret) {
+		backend_error(resp, ret, rt->sandbox, NULL);
+		return;
+	}
+	/* connecting never shortens a sandbox's life */
+	if (given && sb.end_at < time(NULL) + (time_t)secs) {
+		ret = b->ops->set_timeout(b->be, rt->sandbox, secs);
+		if (ret) {
+			e2b_sandbox_free(&sb);
+			backend_error(resp, ret, rt->sandbox, NULL);
+			return;
+		}
+	}
+	e2b_sandbox_free(&sb);
+	do_get(api, rt, resp, true);
+}
+
+static void do_metrics(const struct e2b_api *api, const struct e2b_route *rt,
+		       struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_sandbox sb = { 0 };
+	int ret;
+
+	ret = b->ops->get(b->be, rt->sandbox, &sb);
+	if (ret) {
+		backend_error(resp, ret, rt->sandbox, NULL);
+		return;
+	}
+	e2b_sandbox_free(&sb);
+	/* no samples are collected yet: an empty series, not made-up ones */
+	e2b_reply_json(resp, 200, json_object_new_array());
+}
+
+static void not_supported(const struct e2b_api *api, const struct e2b_route *rt,
+			  struct e2b_response *resp, const char *what)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_sandbox sb = { 0 };
+	int ret;
+
+	if (rt->sandbox[0]) {
+		ret = b->ops->get(b->be, rt->sandbox, &sb);
+		if (ret) {
+			backend_error(resp, ret, rt->sandbox, NULL);
+			return;
+		}
+		e2b_sandbox_free(&sb);
+	}
+	e2b_reply_error(resp, 501, "%s is not supported by this server", what);
+}
+
+void e2b_control_handle(const struct e2b_api *api, const struct e2b_route *rt,
+			const struct e2b_request *req,
+			struct e2b_response *resp)
+{
+	switch (rt->id) {
+	case E2B_R_API_HEALTH:
+		e2b_reply_json(resp, 200, json_object_new_object());
+		break;
+	case E2B_R_CREATE:
+		do_create(api, req, resp);
+		break;
+	case E2B_R_LIST:
+		do_list(api, req, resp);
+		break;
+	case E2B_R_GET:
+		do_get(api, rt, resp, false);
+		break;
+	case E2B_R_KILL:
+		do_kill(api, rt, resp);
+		break;
+	case E2B_R_TIMEOUT:
+		do_timeout(api, rt, req, resp);
+		break;
+	case E2B_R_CONNECT:
+	case E2B_R_RESUME:
+		do_connect(api, rt, req, resp);
+		break;
+	case E2B_R_METRICS:
+		do_metrics(api, rt, resp);
+		break;
+	case E2B_R_LIST_SNAPSHOTS:
+		e2b_reply_json(resp, 200, json_object_new_array());
+		break;
+	case E2B_R_PAUSE:
+		not_supported(api, rt, resp, "pause");
+		break;
+	case E2B_R_FORK:
+		not_supported(api, rt, resp, "fork");
+		break;
+	case E2B_R_SNAPSHOT:
+		not_supported(api, rt, resp, "snapshot");
+		break;
+	case E2B_R_NETWORK:
+		not_supported(api, rt, resp, "network update");
+		break;
+	default:
+		e2b_reply_error(resp, 404, "no such endpoint");
+		break;
+	}
+}

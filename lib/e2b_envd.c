@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * e2b_envd.c: envd, the API inside one sandbox: processes (Connect RPC,
+ * server streams), filesystem calls, file download and upload.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "connect_frame.h"
+#include "e2b_http.h"
+#include "e2b_json.h"
+
+/* --- answers --- */
+
+static void rpc_ok(struct e2b_response *resp, struct json_object *o)
+{
+	e2b_reply_json(resp, 200, o);
+}
+
+static void rpc_fail(struct e2b_response *resp, int err, const char *msg,
+		     const char *what)
+{
+	int code = cf_code_from_errno(err);
+
+	if (msg && msg[0])
+		e2b_reply_rpc_error(resp, code, "%s", msg);
+	else
+		e2b_reply_rpc_error(resp, code, "%s: %s", what,
+				    strerror(err < 0 ? -err : err));
+}
+
+static unsigned int file_status(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case EISDIR:
+	case ENOTDIR:
+	case EINVAL:
+	case ENAMETOOLONG:
+		return 400;
+	case ENOSPC:
+	case EDQUOT:
+		return 507;
+	default:
+		return e2b_status_from_errno(err);
+	}
+}
+
+static void file_fail(struct e2b_response *resp, int err, const char *msg,
+		      const char *path)
+{
+	if (msg && msg[0])
+		e2b_reply_error(resp, file_status(err), "%s", msg);
+	else if (err == -ENOENT)
+		e2b_reply_error(resp, 404, "path '%s' does not exist", path);
+	else if (err == -EISDIR)
+		e2b_reply_error(resp, 400, "path '%s' is a directory", path);
+	else
+		e2b_reply_error(resp, file_status(err), "'%s': %s", path,
+				strerror(err < 0 ? -err : err));
+}
+
+/* --- process streams --- */
+
+struct proc_stream {
+	struct e2b_stream s;
+	const struct e2b_backend_ops *ops;
+	struct e2b_proc *p;
+	int keepalive_ms;
+	uint8_t *pend;
+	size_t plen, poff;
+	bool ended;
+};
+
+static int queue_json(struct proc_stream *ps, uint8_t flags,
+		      struct json_object *o)
+{
+	const char *s;
+	size_t len;
+
+	if (!o)
+		return -ENOMEM;
+	s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	free(ps->pend);
+	ps->pend = cf_frame(flags, s, len, &ps->plen);
+	ps->poff = 0;
+	json_object_put(o);
+	return ps->pend ? 0 : -ENOMEM;
+}
+
+static int next_frame(struct proc_stream *ps)
+{
+	struct e2b_event ev;
+	int ret;
+
+	ret = ps->ops->proc_next(ps->p, &ev, ps->keepalive_ms);
+	if (!ret)
+		return queue_json(ps, 0, e2b_json_proc_event(&ev));
+	if (ret == -ETIMEDOUT)
+		return queue_json(ps, 0, e2b_json_keepalive());
+	ps->ended = true;
+	if (ret == -EPIPE)
+		return queue_json(ps, CF_FLAG_END_STREAM,
+				  e2b_json_end_stream(NULL, NULL));
+	return queue_json(ps, CF_FLAG_END_STREAM,
+			  e2b_json_end_stream(cf_code_name(CF_UNAVAILABLE),
+					      "the process stream broke"));
+}
+
+static ssize_t proc_stream_read(struct e2b_stream *s, void *buf, size_t max)
+{
+	struct proc_stream *ps = (struct proc_stream *)s;
+	size_t n;
+	int ret;
+
+	while (ps->poff >= ps->plen) {
+		if (ps->ended)
+			return 0;
+		ret = next_frame(ps);
+		if (ret)
+			return ret;
+	}
+	n = ps->plen - ps->poff;
+	if (n > max)
+		n = max;
+	memcpy(buf, ps->pend + ps->poff, n);
+	ps->poff += n;
+	return n;
+}
+
+static void proc_stream_free(struct e2b_stream *s)
+{
+	struct proc_stream *ps = (struct proc_stream *)s;
+
+	ps->ops->proc_close(ps->p);
+	free(ps->pend);
+	free(ps);
+}
+
+static void reply_proc_stream(const struct e2b_api *api,
+			      const struct e2b_envd_ctx *ec,
+			      struct e2b_proc *p, struct e2b_response *resp)
+{
+	struct proc_stream *ps = calloc(1, sizeof(*ps));
+
+	if (!ps) {
+		api->backend.ops->proc_close(p);
+		e2b_reply_stream_error(resp, CF_RESOURCE_EXHAUSTED,
+				       "out of memory");
+		return;
+	}
+	ps->s.read = proc_stream_read;
+	ps->s.free = proc_stream_free;
+	ps->ops = api->backend.ops;
+	ps->p = p;
+	ps->keepalive_ms = ec->keepalive_ms;
+	e2b_response_free(resp);
+	resp->status = 200;
+	resp->content_type = E2B_CT_CONNECT_JSON;
+	resp->stream = &ps->s;
+}
+
+static void do_start(const struct e2b_api *api, const struct e2b_envd_ctx *ec,
+		     struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	struct e2b_start st;
+	struct e2b_proc *p;
+	int ret;
+
+	if (e2b_parse_start(ec->payload, ec->payload_len, &st, msg)) {
+		e2b_reply_stream_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	strcpy(st.user, ec->user);
+	ret = b->ops->proc_start(b->be, ec->sandbox, &st, &p, msg);
+	e2b_start_free(&st);
+	if (ret) {
+		e2b_reply_stream_error(resp, cf_code_from_errno(ret), "%s",
+				       msg[0] ? msg : strerror(-ret));
+		return;
+	}
+	reply_proc_stream(api, ec, p, resp);
+}
+
+static void do_connect(const struct e2b_api *api,
+		       const struct e2b_envd_ctx *ec,
+		       struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	struct e2b_selector sel;
+	struct e2b_proc *p;
+	int ret;
+
+	if (e2b_parse_selector_req(ec->payload, ec->payload_len, &sel, msg)) {
+		e2b_reply_stream_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	ret = b->ops->proc_connect(b->be, ec->sandbox, &sel, &p);
+	e2b_selector_free(&sel);
+	if (ret) {
+		e2b_reply_stream_error(resp, cf_code_from_errno(ret),
+				       ret == -ENOENT ? "process not found" :
+				       "cannot connect to the process");
+		return;
+	}
+	reply_proc_stream(api, ec, p, resp);
+}
+
+static void do_proc_list(const struct e2b_api *api,
+			 const struct e2b_envd_ctx *ec,
+			 struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_proc_info *pi = NULL;
+	struct json_object *o;
+	size_t n = 0;
+	int ret;
+
+	/* ListRequest has no fields, but the body must still be JSON */
+	o = e2b_json_parse(ec->payload, ec->payload_len, NULL);
+	if (!o) {
+		e2b_reply_rpc_error(resp, CF_INVALID_ARGUMENT,
+				    "malformed ListRequest");
+		return;
+	}
+	json_object_put(o);
+	ret = b->ops->proc_list(b->be, ec->sandbox, &pi, &n);
+	if (ret) {
+		rpc_fail(resp, ret, NULL, "list");
+		return;
+	}
+	rpc_ok(resp, e2b_json_proc_list(pi, n));
+	e2b_proc_info_free(pi, n);
+}
+
+static void do_signal(const struct e2b_api *api, const struct e2b_envd_ctx *ec,
+		      struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	struct e2b_selector sel;
+	int sig, ret;
+
+	if (e2b_parse_signal(ec->payload, ec->payload_len, &sel, &sig, msg)) {
+		e2b_reply_rpc_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	ret = b->ops->proc_signal(b->be, ec->sandbox, &sel, sig);
+	e2b_selector_free(&sel);
+	if (ret)
+		rpc_fail(resp, ret, ret == -ENOENT ? "process not found" : NULL,
+			 "signal");
+	else
+		rpc_ok(resp, json_object_new_object());
+}
+
+static void do_input(const struct e2b_api *api, const struct e2b_envd_ctx *ec,
+		     struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	struct e2b_selector sel;
+	unsigned char *data;
+	size_t len;
+	bool pty;
+	int ret;
+
+	if (e2b_parse_input(ec->payload, ec->payload_len, &sel, &data, &len,
+			    &pty, msg)) {
+		e2b_reply_rpc_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	ret = b->ops->proc_input(b->be, ec->sandbox, &sel, data, len);
+	e2b_selector_free(&sel);
+	free(data);
+	if (ret)
+		rpc_fail(resp, ret, ret == -ENOENT ? "process not found" : NULL,
+			 "input");
+	else
+		rpc_ok(resp, json_object_new_object());
+}
+
+static void do_close_stdin(const struct e2b_api *api,
+			   const struct e2b_envd_ctx *ec,
+			   struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	struct e2b_selector sel;
+	int ret;
+
+	if (e2b_parse_selector_req(ec->payload, ec->payload_len, &sel, msg)) {
+		e2b_reply_rpc_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	ret = b->ops->proc_close_stdin(b->be, ec->sandbox, &sel);
+	e2b_selector_free(&sel);
+	if (ret)
+		rpc_fail(resp, ret, ret == -ENOENT ? "process not found" : NULL,
+			 "close stdin");
+	else
+		rpc_ok(resp, json_object_new_object());
+}
+
+/* --- filesystem.Filesystem --- */
+
+static void do_fs(const struct e2b_api *api, const struct e2b_route *rt,
+		  const struct e2b_envd_ctx *ec, struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "", *path = NULL, *to = NULL;
+	struct e2b_entry e = { 0 }, *list = NULL;
+	unsigned int depth = 1;
+	size_t n = 0;
+	int ret;
+
+	switch (rt->id) {
+	case E2B_R_FS_LIST_DIR:
+		ret = e2b_parse_list_dir(ec->payload, ec->payload_len, &path,
+					 &depth, msg);
+		break;
+	case E2B_R_FS_MOVE:
+		ret = e2b_parse_move(ec->payload, ec->payload_len, &path, &to,
+				     msg);
+		break;
+	default:
+		ret = e2b_parse_path(ec->payload, ec->payload_len, &path, msg);
+		break;
+	}
+	if (ret) {
+		e2b_reply_rpc_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	switch (rt->id) {
+	case E2B_R_FS_STAT:
+		ret = b->ops->fs_stat(b->be, ec->sandbox, ec->user, path, &e, msg);
+		if (!ret)
+			rpc_ok(resp, e2b_json_entry_resp(&e));
+		break;
+	case E2B_R_FS_LIST_DIR:
+		ret = b->ops->fs_list(b->be, ec->sandbox, ec->user, path, depth,
+				      &list, &n, msg);
+		if (!ret)
+			rpc_ok(resp, e2b_json_entries(list, n));
+		break;
+	case E2B_R_FS_MAKE_DIR:
+		ret = b->ops->fs_mkdir(b->be, ec->sandbox, ec->user, path, &e,
+				       msg);
+		if (!ret)
+			rpc_ok(resp, e2b_json_entry_resp(&e));
+		break;
+	case E2B_R_FS_MOVE:
+		ret = b->ops->fs_move(b->be, ec->sandbox, ec->user, path, to, &e,
+				      msg);
+		if (!ret)
+			rpc_ok(resp, e2b_json_entry_resp(&e));
+		break;
+	case E2B_R_FS_REMOVE:
+		ret = b->ops->fs_remove(b->be, ec->sandbox, ec->user, path, msg);
+		if (!ret)
+			rpc_ok(resp, json_object_new_object());
+		break;
+	default:
+		ret = -EOPNOTSUPP;
+		break;
+	}
+	if (ret) {
+		if (ret == -EEXIST && !msg[0])
+			e2b_reply_rpc_error(resp, CF_ALREADY_EXISTS,
+					    "'%s' already exists", path);
+		else if (ret == -ENOENT && !msg[0])
+			e2b_reply_rpc_error(resp, CF_NOT_FOUND,
+					    "'%s' does not exist", path);
+		else
+			rpc_fail(resp, ret, msg, path);
+	}
+	e2b_entry_free(&e, 1);
+	e2b_entry_free(list, n);
+	free(list);
+	free(path);
+	free(to);
+}
+
+/* --- GET /files --- */
+
+struct file_stream {
+	struct e2b_stream s;
+	const struct e2b_backend_ops *ops;
+	struct e2b_file *f;
+};
+
+static ssize_t file_stream_read(struct e2b_stream *s, void *buf, size_t max)
+{
+	struct file_stream *fs = (struct file_stream *)s;
+
+	return fs->ops->file_read_chunk(fs->f, buf, max);
+}
+
+static void file_stream_free(struct e2b_stream *s)
+{
+	struct file_stream *fs = (struct file_stream *)s;
+
+	fs->ops->file_close(fs->f, false, NULL, NULL);
+	free(fs);
+}
+
+static const char *file_user(const struct e2b_request *req,
+			     const struct e2b_envd_ctx *ec)
+{
+	const char *u = req->query(req->ctx, "username");
+
+	return u && u[0] ? u : ec->user;
+}
+
+static void do_download(const struct e2b_api *api,
+			const struct e2b_envd_ctx *ec,
+			const struct e2b_request *req,
+			struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	const char *path = req->query(req->ctx, "path");
+	const char *user = file_user(req, ec);
+	char msg[E2B_MSG_MAX] = "";
+	struct file_stream *fs;
+	struct e2b_file *f;
+	int64_t size = -1;
+	int ret;
+
+	if (!e2b_path_valid(path)) {
+		e2b_reply_error(resp, 400, "a valid 'path' is required");
+		return;
+	}
+	if (user[0] && !e2b_user_valid(user)) {
+		e2b_reply_error(resp, 401, "invalid user");
+		return;
+	}
+	ret = b->ops->file_read(b->be, ec->sandbox, user, path, &f, &size, msg);
+	if (ret) {
+		file_fail(resp, ret, msg, path);
+		return;
+	}
+	fs = calloc(1, sizeof(*fs));
+	if (!fs) {
+		b->ops->file_close(f, false, NULL, NULL);
+		e2b_reply_error(resp, 500, "out of memory");
+		return;
+	}
+	fs->s.read = file_stream_read;
+	fs->s.free = file_stream_free;
+	fs->ops = b->ops;
+	fs->f = f;
+	e2b_response_free(resp);
+	resp->status = 200;
+	resp->content_type = E2B_CT_OCTET;
+	resp->stream = &fs->s;
+	resp->len = size >= 0 ? (size_t)size : (size_t)-1;
+}
+
+/* --- POST /files --- */
+
+struct e2b_upload {
+	const struct e2b_api *api;
+	struct e2b_envd_ctx ec;
+	struct e2b_file *cur;
+	char *cur_path;
+	struct e2b_entry *entries;
+	size_t n;
+};
+
+struct e2b_upload *e2b_upload_begin(const struct e2b_api *api,
+				    const struct e2b_envd_ctx *ec)
+{
+	struct e2b_upload *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->api = api;
+	u->ec = *ec;
+	u->ec.payload = NULL;
+	u->ec.payload_len = 0;
+	return u;
+}
+
+int e2b_upload_open(struct e2b_upload *u, const char *path,
+		    struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &u->api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	int ret;
+
+	if (u->cur)
+		return -EBUSY;
+	if (!e2b_path_valid(path)) {
+		e2b_reply_error(resp, 400, "a valid file path is required");
+		return -EINVAL;
+	}
+	u->cur_path = strdup(path);
+	if (!u->cur_path) {
+		e2b_reply_error(resp, 500, "out of memory");
+		return -ENOMEM;
+	}
+	ret = b->ops->file_write(b->be, u->ec.sandbox, u->ec.user, path,
+				 &u->cur, msg);
+	if (ret) {
+		file_fail(resp, ret, msg, path);
+		free(u->cur_path);
+		u->cur_path = NULL;
+		u->cur = NULL;
+	}
+	return ret;
+}
+
+int e2b_upload_write(struct e2b_upload *u, const void *data, size_t len,
+		     struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &u->api->backend;
+	int ret;
+
+	if (!u->cur)
+		return -EBADF;
+	ret = b->ops->file_write_chunk(u->cur, data, len);
+	if (ret)
+		file_fail(resp, ret, NULL, u->cur_path);
+	return ret;
+}
+
+int e2b_upload_close(struct e2b_upload *u, bool commit,
+		     struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &u->api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	struct e2b_entry e = { 0 }, *ne;
+	int ret;
+
+	if (!u->cur)
+		return commit ? -EBADF : 0;
+	ret = b->ops->file_close(u->cur, commit, &e, msg);
+	u->cur = NULL;
+	if (commit && !ret) {
+		ne = realloc(u->entries, (u->n + 1) * sizeof(*ne));
+		if (!ne) {
+			e2b_entry_free(&e, 1);
+			ret = -ENOMEM;
+		} else {
+			u->entries = ne;
+			u->entries[u->n++] = e;
+		}
+	}
+	if (ret && commit && resp)
+		file_fail(resp, ret, msg, u->cur_path);
+	free(u->cur_path);
+	u->cur_path = NULL;
+	return ret;
+}
+
+void e2b_upload_reply(struct e2b_upload *u, struct e2b_response *resp)
+{
+	if (!u->n) {
+		e2b_reply_error(resp, 400, "no file in the request");
+		return;
+	}
+	e2b_reply_json(resp, 200, e2b_json_upload(u->entries, u->n));
+}
+
+void e2b_upload_free(struct e2b_upload *u)
+{
+	if (!u)
+		return;
+	e2b_upload_close(u, false, NULL);
+	e2b_entry_free(u->entries, u->n);
+	free(u->entries);
+	free(u);
+}
+
+/* --- dispatch --- */
+
+void e2b_envd_handle(const struct e2b_api *api, const struct e2b_route *rt,
+		     const struct e2b_envd_ctx *ec,
+		     const struct e2b_request *req, struct e2b_response *resp)
+{
+	switch (rt->id) {
+	case E2B_R_ENVD_HEALTH:
+		e2b_response_free(resp);
+		resp->status = 204;
+		break;
+	case E2B_R_FILES_GET:
+		do_download(api, ec, req, resp);
+		break;
+	case E2B_R_FILES_POST:
+		/* bodies are streamed by e2b_server.c, never buffered here */
+		e2b_reply_error(resp, 400, "unsupported upload encoding");
+		break;
+	case E2B_R_PROC_START:
+		do_start(api, ec, resp);
+		break;
+	case E2B_R_PROC_CONNECT:
+		do_connect(api, ec, resp);
+		break;
+	case E2B_R_PROC_LIST:
+		do_proc_list(api, ec, resp);
+		break;
+	case E2B_R_PROC_SEND_SIGNAL:
+		do_signal(api, ec, resp);
+		break;
+	case E2B_R_PROC_SEND_INPUT:
+		do_input(api, ec, resp);
+		break;
+	case E2B_R_PROC_CLOSE_STDIN:
+		do_close_stdin(api, ec, resp);
+		break;
+	case E2B_R_FS_STAT:
+	case E2B_R_FS_LIST_DIR:
+	case E2B_R_FS_MAKE_DIR:
+	case E2B_R_FS_MOVE:
+	case E2B_R_FS_REMOVE:
+		do_fs(api, rt, ec, resp);
+		break;
+	case E2B_R_FS_WATCH_DIR:
+		e2b_reply_stream_error(resp, CF_UNIMPLEMENTED,
+				       "directory watching is not supported");
+		break;
+	default:
+		e2b_reply_rpc_error(resp, CF_UNIMPLEMENTED, "%s is not supported",
+				    e2b_route_name(rt->id));
+		break;
+	}
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * e2b_http.h: one HTTP request in, one response out, independent of the
+ * HTTP library.
+ *
+ * e2b_dispatch() routes a request, checks its credentials (API key on the
+ * control plane; sandbox id header and envd access token on envd), then
+ * hands it to the endpoint's handler (e2b_control.c, e2b_envd.c), which
+ * parses the body (e2b_json.c) and calls the backend.  e2b_server.c feeds
+ * it from libmicrohttpd.
+ */
+#ifndef CUBE_E2B_HTTP_H
+#define CUBE_E2B_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "e2b_auth.h"
+#include "e2b_backend.h"
+#include "e2b_route.h"
+
+struct json_object;
+
+/* Largest request body read into memory (JSON requests). */
+#define E2B_BODY_MAX		(1024 * 1024)
+
+#define E2B_CT_JSON		"application/json"
+#define E2B_CT_CONNECT_JSON	"application/connect+json"
+#define E2B_CT_OCTET		"application/octet-stream"
+
+/**
+ * struct e2b_request - what a handler sees of a request
+ * @plane: which server received it
+ * @method: "GET", "POST", ...
+ * @path: URL path without the query string
+ * @header: look up a request header (case-insensitive), NULL if absent
+ * @query: look up a query-string argument (decoded), NULL if absent
+ * @ctx: argument of @header and @query
+ * @body: the body (not NUL-terminated), NULL when empty
+ * @body_len: its length
+ * @body_too_large: the body was longer than %E2B_BODY_MAX and was dropped
+ */
+struct e2b_request {
+	enum e2b_plane plane;
+	const char *method;
+	const char *path;
+	const char *(*header)(void *ctx, const char *name);
+	const char *(*query)(void *ctx, const char *name);
+	void *ctx;
+	const char *body;
+	size_t body_len;
+	bool body_too_large;
+};
+
+/**
+ * struct e2b_stream - a response body produced while it is sent
+ * @read: fill up to @max bytes; return the count, 0 at the end, -errno to
+ *	abort the connection.  May block (each connection has its thread).
+ * @free: release it; called once, whether or not it was read to the end
+ */
+struct e2b_stream {
+	ssize_t (*read)(struct e2b_stream *s, void *buf, size_t max);
+	void (*free)(struct e2b_stream *s);
+};
+
+/**
+ * struct e2b_response - a handler's answer
+ * @status: HTTP status
+ * @content_type: static string, NULL for no body
+ * @body: malloc()ed body (freed by e2b_response_free())
+ * @len: its length
+ * @stream: when not NULL, the body is streamed from it instead
+ */
+struct e2b_response {
+	unsigned int status;
+	const char *content_type;
+	char *body;
+	size_t len;
+	struct e2b_stream *stream;
+};
+
+void e2b_response_free(struct e2b_response *r);
+
+/**
+ * struct e2b_api - everything the handlers need
+ * @keys: accepted API keys (control plane)
+ * @backend: the backend
+ */
+struct e2b_api {
+	const struct e2b_keys *keys;
+	struct e2b_backend backend;
+};
+
+/**
+ * e2b_dispatch() - answer one request
+ *
+ * Always fills @resp (errors included) and never changes anything when the
+ * request is refused.
+ */
+void e2b_dispatch(const struct e2b_api *api, const struct e2b_request *req,
+		  struct e2b_response *resp);
+
+/* --- helpers for the handlers --- */
+
+/* @resp = status + JSON of @o (consumed); 500 when @o is NULL */
+void e2b_reply_json(struct e2b_response *resp, unsigned int status,
+		    struct json_object *o);
+/* control-plane / envd HTTP error: {"code": status, "message": msg} */
+void e2b_reply_error(struct e2b_response *resp, unsigned int status,
+		     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* the HTTP status for a backend errno, on the control plane */
+unsigned int e2b_status_from_errno(int err);
+
+/* Connect unary error: HTTP status of @code, {"code","message"} */
+void e2b_reply_rpc_error(struct e2b_response *resp, int code,
+			 const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Connect stream answered by only its end-of-stream message */
+void e2b_reply_stream_error(struct e2b_response *resp, int code,
+			    const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* handlers, by plane */
+void e2b_control_handle(const struct e2b_api *api,
+			const struct e2b_route *rt,
+			const struct e2b_request *req,
+			struct e2b_response *resp);
+
+/**
+ * struct e2b_envd_ctx - a routed envd request
+ * @sandbox: the target sandbox (E2b-Sandbox-Id)
+ * @user: the Linux user (Authorization: Basic), "" for the default
+ * @payload: the request message (unwrapped from its envelope for streams)
+ * @payload_len: its length
+ * @keepalive_ms: interval of keepalive messages on server streams
+ */
+struct e2b_envd_ctx {
+	char sandbox[E2B_ID_MAX + 1];
+	char user[E2B_USER_MAX + 1];
+	const char *payload;
+	size_t payload_len;
+	int keepalive_ms;
+};
+
+void e2b_envd_handle(const struct e2b_api *api, const struct e2b_route *rt,
+		     const struct e2b_envd_ctx *ec,
+		     const struct e2b_request *req, struct e2b_response *resp);
+
+/*
+ * Uploads (POST /files) arrive in pieces; e2b_server.c parses multipart
+ * bodies and feeds each file through these.
+ */
+struct e2b_upload;
+/* NULL when out of memory */
+struct e2b_upload *e2b_upload_begin(const struct e2b_api *api,
+				    const struct e2b_envd_ctx *ec);
+/*
+ * One file: open it at @path, write its bytes, close it (@commit false
+ * discards it).  On error each returns -errno and fills @resp with the
+ * answer to send; the caller then stops.
+ */
+int e2b_upload_open(struct e2b_upload *u, const char *path,
+		    struct e2b_response *resp);
+int e2b_upload_write(struct e2b_upload *u, const void *data, size_t len,
+		     struct e2b_response *resp);
+int e2b_upload_close(struct e2b_upload *u, bool commit,
+		     struct e2b_response *resp);
+/* the success answer: every file written (400 when there was none) */
+void e2b_upload_reply(struct e2b_upload *u, struct e2b_response *resp);
+/* discards a file still open */
+void e2b_upload_free(struct e2b_upload *u);
+
+/* resolve the envd part of a request: sandbox header, token, user */
+int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
+		     struct e2b_envd_ctx *ec, struct e2b_response *resp,
+		     bool rpc);
+
+#endif /* CUBE_E2B_HTTP_H */

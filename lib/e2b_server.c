@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * e2b_server.c: libmicrohttpd glue of the E2B API.  Turns each request into
+ * a struct e2b_request (reading JSON bodies up to E2B_BODY_MAX, streaming
+ * uploads to the backend as they arrive), and each struct e2b_response into
+ * an MHD response.  Every connection has its own thread, so streamed
+ * responses may block while they wait for a process's output.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <microhttpd.h>
+
+#include "e2b_server.h"
+
+struct e2b_server {
+	const struct e2b_api *api;
+	struct MHD_Daemon *d[2];	/* indexed by enum e2b_plane */
+	uint16_t port[2];
+};
+
+struct plane_cls {
+	struct e2b_server *srv;
+	enum e2b_plane plane;
+};
+
+/* per-request state */
+struct conn {
+	enum e2b_plane plane;
+	char *body;
+	size_t len, cap;
+	bool too_large;
+	/* uploads */
+	bool upload;
+	bool failed;
+	uint64_t upload_bytes;
+	struct e2b_upload *up;
+	struct MHD_PostProcessor *pp;
+	char *query_path;		/* POST /files?path= */
+	bool part_open;			/* multipart: a file is open */
+	struct e2b_response err;	/* the answer once an upload failed */
+	struct e2b_envd_ctx ec;
+};
+
+static const char *hdr_lookup(void *ctx, const char *name)
+{
+	return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
+}
+
+static const char *query_lookup(void *ctx, const char *name)
+{
+	return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct e2b_stream *s = cls;
+	ssize_t n = s->read(s, buf, max);
+
+	if (n == 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return n;
+}
+
+static void stream_free(void *cls)
+{
+	struct e2b_stream *s = cls;
+
+	s->free(s);
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, struct e2b_response *r)
+{
+	struct MHD_Response *mr;
+	enum MHD_Result ret;
+
+	if (r->stream) {
+		uint64_t size = r->len == (size_t)-1 || !r->len ?
+				MHD_SIZE_UNKNOWN : r->len;
+
+		mr = MHD_create_response_from_callback(size, 32 * 1024,
+						       stream_reader, r->stream,
+						       stream_free);
+		if (!mr) {
+			e2b_response_free(r);
+			return MHD_NO;
+		}
+		r->stream = NULL;	/* MHD owns it now */
+	} else {
+		mr = MHD_create_response_from_buffer(r->len, r->body,
+						     MHD_RESPMEM_MUST_FREE);
+		if (!mr) {
+			e2b_response_free(r);
+			return MHD_NO;
+		}
+		r->body = NULL;
+	}
+	if (r->content_type)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+					r->content_type);
+	ret = MHD_queue_response(c, r->status ? r->status : 500, mr);
+	MHD_destroy_response(mr);
+	e2b_response_free(r);
+	return ret;
+}
+
+static void fail_upload(struct conn *cn, struct e2b_response *resp)
+{
+	if (!cn->failed) {
+		cn->err = *resp;
+		memset(resp, 0, sizeof(*resp));
+	} else {
+		e2b_response_free(resp);
+	}
+	cn->failed = true;
+}
+
+static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind,
+				 const char *key, const char *filename,
+				 const char *content_type,
+				 const char *transfer_encoding,
+				 const char *data, uint64_t off, size_t size)
+{
+	struct conn *cn = cls;
+	struct e2b_response r = { 0 };
+
+	if (cn->failed)
+		return MHD_NO;
+	if (!key || strcmp(key, "file"))
+		return MHD_YES;		/* other form fields are ignored */
+	if (off == 0) {
+		/* a new part: finish the previous file, open the next */
+		if (cn->part_open && e2b_upload_close(cn->up, true, &r)) {
+			fail_upload(cn, &r);
+			return MHD_NO;
+		}
+		cn->part_open = false;
+		/* the query's path wins; the part's file name otherwise */
+		if (e2b_upload_open(cn->up, cn->query_path ? cn->query_path :
+				    filename, &r)) {
+			fail_upload(cn, &r);
+			return MHD_NO;
+		}
+		cn->part_open = true;
+	}
+	if (size) {
+		cn->upload_bytes += size;
+		if (cn->upload_bytes > E2B_UPLOAD_MAX) {
+			e2b_reply_error(&r, 413, "upload too large");
+			fail_upload(cn, &r);
+			return MHD_NO;
+		}
+		if (e2b_upload_write(cn->up, data, size, &r)) {
+			fail_upload(cn, &r);
+			return MHD_NO;
+		}
+	}
+	return MHD_YES;
+}
+
+static void free_conn(struct conn *cn)
+{
+	if (!cn)
+		return;
+	if (cn->pp)
+		MHD_destroy_post_processor(cn->pp);
+	e2b_upload_free(cn->up);
+	free(cn->query_path);
+	e2b_response_free(&cn->err);
+	free(cn->body);
+	free(cn);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	free_conn(*con_cls);
+	*con_cls = NULL;
+}
+
+/*
+ * POST /files.  The SDK sends multipart/form-data with one "file" part per
+ * file (the part's file name is the path when the query has none), or, for
+ * streams, the raw bytes as application/octet-stream with ?path=.
+ */
+static int upload_start(struct conn *cn, struct MHD_Connection *c,
+			const struct e2b_api *api, struct e2b_request *req,
+			struct e2b_response *resp)
+{
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *user = query_lookup(c, "username");
+	const char *path = query_lookup(c, "path");
+
+	if (e2b_envd_prepare(api, req, &cn->ec, resp, false))
+		return -EACCES;
+	if (user && user[0]) {
+		if (!e2b_user_valid(user)) {
+			e2b_reply_error(resp, 401, "invalid user");
+			return -EINVAL;
+		}
+		strcpy(cn->ec.user, user);
+	}
+	if (path && path[0]) {
+		cn->query_path = strdup(path);
+		if (!cn->query_path) {
+			e2b_reply_error(resp, 500, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	cn->up = e2b_upload_begin(api, &cn->ec);
+	if (!cn->up) {
+		e2b_reply_error(resp, 500, "out of memory");
+		return -ENOMEM;
+	}
+	if (ct && !strncasecmp(ct, "multipart/form-data", 19)) {
+		cn->pp = MHD_create_post_processor(c, 64 * 1024, post_iter, cn);
+		if (!cn->pp) {
+			e2b_reply_error(resp, 400, "malformed multipart body");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (ct && !strncasecmp(ct, E2B_CT_OCTET, strlen(E2B_CT_OCTET))) {
+		if (MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						MHD_HTTP_HEADER_CONTENT_ENCODING)) {
+			e2b_reply_error(resp, 400, "compressed uploads are not supported");
+			return -EINVAL;
+		}
+		return e2b_upload_open(cn->up, cn->query_path, resp);
+	}
+	e2b_reply_error(resp, 400, "unsupported upload content type");
+	return -EINVAL;
+}
+
+static enum MHD_Result upload_data(struct conn *cn, struct MHD_Connection *c,
+				   const char *data, size_t size)
+{
+	struct e2b_response r = { 0 };
+
+	if (cn->failed)
+		return MHD_YES;		/* drain; answer at the end */
+	if (cn->pp) {
+		if (MHD_post_process(cn->pp, data, size) != MHD_YES &&
+		    !cn->failed) {
+			e2b_reply_error(&r, 400, "malformed multipart body");
+			fail_upload(cn, &r);
+		}
+		return MHD_YES;
+	}
+	cn->upload_bytes += size;
+	if (cn->upload_bytes > E2B_UPLOAD_MAX) {
+		e2b_reply_error(&r, 413, "upload too large");
+		fail_upload(cn, &r);
+	} else if (e2b_upload_write(cn->up, data, size, &r)) {
+		fail_upload(cn, &r);
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result upload_finish(struct conn *cn, struct MHD_Connection *c)
+{
+	struct e2b_response r = { 0 };
+
+	if (!cn->failed && cn->pp) {
+		MHD_destroy_post_processor(cn->pp);
+		cn->pp = NULL;
+	}
+	if (!cn->failed && e2b_upload_close(cn->up, true, &r) &&
+	    r.status)
+		fail_upload(cn, &r);
+	if (cn->failed) {
+		e2b_upload_free(cn->up);	/* discards the open file */
+		cn->up = NULL;
+		return queue(c, &cn->err);
+	}
+	e2b_upload_reply(cn->up, &r);
+	return queue(c, &r);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
+			       const char *url, const char *method,
+			       const char *version, const char *data,
+			       size_t *size, void **con_cls)
+{
+	struct plane_cls *pc = cls;
+	struct conn *cn = *con_cls;
+	struct e2b_request req = {
+		.plane = pc->plane, .method = method, .path = url,
+		.header = hdr_lookup, .query = query_lookup, .ctx = c,
+	};
+	struct e2b_response resp = { 0 };
+
+	if (!cn) {
+		struct e2b_route rt;
+
+		cn = calloc(1, sizeof(*cn));
+		if (!cn)
+			return MHD_NO;
+		cn->plane = pc->plane;
+		*con_cls = cn;
+		if (pc->plane == E2B_PLANE_ENVD &&
+		    !e2b_route(pc->plane, method, url, &rt) &&
+		    rt.id == E2B_R_FILES_POST) {
+			cn->upload = true;
+			if (upload_start(cn, c, pc->srv->api, &req, &resp))
+				fail_upload(cn, &resp);
+		}
+		return MHD_YES;
+	}
+	if (*size) {
+		if (cn->upload) {
+			enum MHD_Result r = upload_data(cn, c, data, *size);
+
+			*size = 0;
+			return r;
+		}
+		if (!cn->too_large && cn->len + *size > E2B_BODY_MAX) {
+			cn->too_large = true;
+			free(cn->body);
+			cn->body = NULL;
+			cn->len = cn->cap = 0;
+		}
+		if (!cn->too_large) {
+			if (cn->len + *size > cn->cap) {
+				size_t cap = cn->len + *size + 4096;
+				char *nb = realloc(cn->body, cap);
+
+				if (!nb)
+					return MHD_NO;
+				cn->body = nb;
+				cn->cap = cap;
+			}
+			memcpy(cn->body + cn->len, data, *size);
+			cn->len += *size;
+		}
+		*size = 0;
+		return MHD_YES;
+	}
+	if (cn->upload)
+		return upload_finish(cn, c);
+	req.body = cn->body;
+	req.body_len = cn->len;
+	req.body_too_large = cn->too_large;
+	e2b_dispatch(pc->srv->api, &req, &resp);
+	return queue(c, &resp);
+}
+
+static int start_one(struct e2b_server *s, const struct e2b_server_config *cfg,
+		     enum e2b_plane plane, uint16_t port,
+		     struct plane_cls *pc)
+{
+	const union MHD_DaemonInfo *info;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+
+	if (inet_pton(AF_INET, cfg->addr ? cfg->addr : "127.0.0.1",
+		      &sa.sin_addr) != 1)
+		return -EINVAL;
+	sa.sin_port = htons(port);
+	pc->srv = s;
+	pc->plane = plane;
+	errno = 0;
+	s->d[plane] = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
+		port, NULL, NULL, handler, pc,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned int)(cfg->max_conns ? cfg->max_conns : 256),
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)0,
+		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+		MHD_OPTION_END);
+	if (!s->d[plane])
+		return errno ? -errno : -EADDRINUSE;
+	info = MHD_get_daemon_info(s->d[plane], MHD_DAEMON_INFO_BIND_PORT);
+	s->port[plane] = info ? info->port : port;
+	return 0;
+}
+
+int e2b_server_start(const struct e2b_server_config *cfg,
+		     struct e2b_server **out)
+{
+	struct e2b_server *s;
+	struct plane_cls *pcs;
+	int ret;
+
+	s = calloc(1, sizeof(*s) + 2 * sizeof(*pcs));
+	if (!s)
+		return -ENOMEM;
+	pcs = (struct plane_cls *)(s + 1);
+	s->api = cfg->api;
+	ret = start_one(s, cfg, E2B_PLANE_API, cfg->api_port, &pcs[0]);
+	if (!ret)
+		ret = start_one(s, cfg, E2B_PLANE_ENVD, cfg->envd_port, &pcs[1]);
+	if (ret) {
+		e2b_server_stop(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+uint16_t e2b_server_port(const struct e2b_server *s, enum e2b_plane plane)
+{
+	return s->port[plane];
+}
+
+void e2b_server_stop(struct e2b_server *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < 2; i++)
+		if (s->d[i])
+			MHD_stop_daemon(s->d[i]);
+	free(s);
+}

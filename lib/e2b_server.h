@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * e2b_server.h: the E2B-compatible API served over HTTP/1.1 with
+ * libmicrohttpd: the control plane on one port, envd on another.
+ */
+#ifndef CUBE_E2B_SERVER_H
+#define CUBE_E2B_SERVER_H
+
+#include <stdint.h>
+
+#include "e2b_http.h"
+
+/* Largest file accepted by POST /files. */
+#define E2B_UPLOAD_MAX		(1024ULL * 1024 * 1024)
+
+/**
+ * struct e2b_server_config - where and what to serve
+ * @addr: IPv4 address to listen on (loopback unless told otherwise)
+ * @api_port: control-plane port (0: any free port)
+ * @envd_port: envd port (0: any free port)
+ * @api: keys and backend; must outlive the server
+ * @max_conns: connection limit per port
+ */
+struct e2b_server_config {
+	const char *addr;
+	uint16_t api_port;
+	uint16_t envd_port;
+	const struct e2b_api *api;
+	unsigned int max_conns;
+};
+
+struct e2b_server;
+
+/**
+ * e2b_server_start() - listen and serve from internal threads
+ *
+ * Return: 0, -EINVAL for a bad address, -EADDRINUSE (or another -errno)
+ * when a port cannot be bound, -ENOMEM.
+ */
+int e2b_server_start(const struct e2b_server_config *cfg,
+		     struct e2b_server **out);
+/* the ports actually bound */
+uint16_t e2b_server_port(const struct e2b_server *s, enum e2b_plane plane);
+/* stop listening, end every connection, free */
+void e2b_server_stop(struct e2b_server *s);
+
+#endif /* CUBE_E2B_SERVER_H */
