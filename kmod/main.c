@@ -65,6 +65,8 @@ static long cube_dev_ioctl(struct file *file, unsigned int cmd,
 	 * Each subsystem owns a range of ioctl numbers and checks the
 	 * whole command (size and direction) itself.
 	 */
+	if (_IOC_NR(cmd) >= 0x10 && _IOC_NR(cmd) <= 0x2f)
+		return cube_sandbox_dev_ioctl(file, cmd, arg);
 	if (_IOC_NR(cmd) >= 0x30 && _IOC_NR(cmd) <= 0x4f)
 		return cube_mem_dev_ioctl(file, cmd, arg);
 	return -ENOTTY;
@@ -91,19 +93,37 @@ static int __init cube_init(void)
 	ret = cube_mem_init();
 	if (ret)
 		return ret;
+	ret = cube_sandbox_init();
+	if (ret)
+		goto err_mem;
+	ret = cube_genl_init();
+	if (ret) {
+		pr_err("cannot register the %s genl family: %d\n",
+		       CUBE_GENL_NAME, ret);
+		goto err_sandbox;
+	}
 	ret = misc_register(&cube_miscdev);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", CUBE_DEVICE_NAME, ret);
-		cube_mem_exit();
-		return ret;
+		goto err_genl;
 	}
 	pr_info("loaded, api version %d\n", CUBE_API_VERSION);
 	return 0;
+
+err_genl:
+	cube_genl_exit();
+err_sandbox:
+	cube_sandbox_exit();
+err_mem:
+	cube_mem_exit();
+	return ret;
 }
 
 static void __exit cube_exit(void)
 {
 	misc_deregister(&cube_miscdev);
+	cube_genl_exit();
+	cube_sandbox_exit();
 	cube_mem_exit();
 	cube_check_leaks();
 }

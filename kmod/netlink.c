@@ -23,7 +23,7 @@ enum {
 
 static struct genl_family cube_genl_family;
 
-static const struct netlink_range_validation cube_grace_range = {
+static struct netlink_range_validation cube_grace_range = {
 	.max	= CUBE_KILL_GRACE_MS_MAX,
 };
 
