@@ -15,6 +15,7 @@
 /* IA-PC boot architecture flags: no VGA, no MSI, no ASPM, no CMOS RTC. */
 #define FADT_BOOT_ARCH		((1 << 2) | (1 << 3) | (1 << 4) | (1 << 5))
 #define GAS_SYSTEM_IO		1
+#define ACPI_SCI_IRQ		9	/* unused, but not IRQ 0 */
 #define IOAPIC_ADDR		0xfec00000U
 #define LAPIC_ADDR		0xfee00000U
 
@@ -90,8 +91,11 @@ static void build_fadt(struct acpi_buf *b, uint64_t dsdt)
 	put_header(b, "FACP", 6);
 	put32(b, 0);			/* 36 firmware_ctrl */
 	put32(b, (uint32_t)dsdt);	/* 40 dsdt */
-	/* 44 .. 108: PM blocks, SCI, latencies: unused when hardware-reduced. */
-	put(b, zero, 109 - 44);
+	/* 44 .. 108: PM blocks, latencies: unused when hardware-reduced. */
+	put8(b, 0);			/* 44 reserved */
+	put8(b, 0);			/* 45 preferred PM profile */
+	put16(b, ACPI_SCI_IRQ);		/* 46 sci_int */
+	put(b, zero, 109 - 48);
 	put16(b, FADT_BOOT_ARCH);	/* 109 iapc_boot_arch */
 	put8(b, 0);			/* 111 reserved */
 	put32(b, FADT_F_HW_REDUCED | FADT_F_RESET_REG_SUP); /* 112 flags */

@@ -213,7 +213,7 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(unlinkat), SCMP_SYS(getrandom), SCMP_SYS(clock_gettime),
 	SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),
 	SCMP_SYS(sched_yield), SCMP_SYS(restart_syscall), SCMP_SYS(fcntl),
-	SCMP_SYS(timerfd_settime), SCMP_SYS(alarm),
+	SCMP_SYS(timerfd_settime), SCMP_SYS(alarm), SCMP_SYS(getrusage),
 };
 
 static const unsigned long allowed_ioctls[] = {

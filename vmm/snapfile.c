@@ -27,6 +27,24 @@ uint32_t snap_crc32(const void *data, size_t len)
 	return (uint32_t)crc;
 }
 
+/* A section's crc32 covers its header (crc32 field zero) and payload. */
+static uint32_t sec_crc(const struct snap_sec_header *sh, const void *data)
+{
+	struct snap_sec_header h = *sh;
+	uLong crc;
+
+	h.crc32 = 0;
+	crc = crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h, sizeof(h));
+	while (data && h.size) {
+		uInt n = h.size > (1U << 30) ? (1U << 30) : (uInt)h.size;
+
+		crc = crc32(crc, data, n);
+		data = (const uint8_t *)data + n;
+		h.size -= n;
+	}
+	return (uint32_t)crc;
+}
+
 static void reserve(struct snap_buf *b, size_t more)
 {
 	size_t cap;
@@ -60,10 +78,7 @@ void snap_buf_init(struct snap_buf *b)
 void snap_add(struct snap_buf *b, uint32_t type, uint32_t id,
 	      const void *data, size_t len)
 {
-	struct snap_sec_header sh = {
-		.type = type, .id = id, .size = len,
-		.crc32 = snap_crc32(data, len),
-	};
+	struct snap_sec_header sh = { .type = type, .id = id, .size = len };
 	size_t padded = (len + SNAP_ALIGN - 1) & ~(size_t)(SNAP_ALIGN - 1);
 
 	if (!b->err && b->nr >= SNAP_MAX_SECTIONS - 1)
@@ -71,8 +86,10 @@ void snap_add(struct snap_buf *b, uint32_t type, uint32_t id,
 	reserve(b, sizeof(sh) + padded);
 	if (b->err)
 		return;
+	sh.crc32 = sec_crc(&sh, data);
 	memcpy(b->data + b->len, &sh, sizeof(sh));
-	memcpy(b->data + b->len + sizeof(sh), data, len);
+	if (len)
+		memcpy(b->data + b->len + sizeof(sh), data, len);
 	memset(b->data + b->len + sizeof(sh) + len, 0, padded - len);
 	b->len += sizeof(sh) + padded;
 	b->nr++;
@@ -123,6 +140,7 @@ static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 int snap_parse(const void *buf, size_t len, struct snap_image *img,
 	       char *err, size_t errlen)
 {
+	static const uint8_t zero[SNAP_ALIGN];
 	const uint8_t *p = buf;
 	struct snap_header h;
 	size_t off;
@@ -151,7 +169,7 @@ int snap_parse(const void *buf, size_t len, struct snap_image *img,
 	if (snap_crc32(&h, sizeof(h)) != crc)
 		return fail(err, errlen, -EBADMSG, "header checksum mismatch");
 	h.header_crc32 = crc;
-	if (h.header_size != sizeof(h))
+	if (h.header_size != sizeof(h) || h.reserved || h.flags)
 		return fail(err, errlen, -EINVAL, "bad header size %u",
 			    h.header_size);
 	if (h.file_size > len)
@@ -188,10 +206,17 @@ int snap_parse(const void *buf, size_t len, struct snap_image *img,
 				    "section %u (type %#x) runs past the end",
 				    i, sh.type);
 		}
-		if (snap_crc32(p + off, sh.size) != sh.crc32) {
+		if (sec_crc(&sh, p + off) != sh.crc32) {
 			snap_image_free(img);
 			return fail(err, errlen, -EBADMSG,
 				    "section %u (type %#x) checksum mismatch",
+				    i, sh.type);
+		}
+		if (sh.reserved || memcmp(p + off + sh.size, zero,
+					  padded - sh.size)) {
+			snap_image_free(img);
+			return fail(err, errlen, -EINVAL,
+				    "section %u (type %#x) has nonzero padding",
 				    i, sh.type);
 		}
 		img->secs[i] = (struct snap_section) {

@@ -61,7 +61,7 @@ struct snap_sec_header {
 	uint32_t type;
 	uint32_t id;
 	uint64_t size;			/* payload bytes, padding excluded */
-	uint32_t crc32;			/* of the payload */
+	uint32_t crc32;			/* of this header (field zero) + payload */
 	uint32_t reserved;
 };
 

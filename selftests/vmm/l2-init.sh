@@ -1,0 +1,74 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# /init of the tiny L2 guest the vmm selftests boot under cube-vmm.  The
+# kernel command line's cube.test=MODE says what to do; every mode prints
+# a CUBE-L2-* line on the serial console that the tests look for.
+PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+# No /dev/console in the initramfs: the kernel gave us no stdio.
+exec < /dev/console > /dev/console 2>&1
+echo "CUBE-L2-INIT"
+
+mode=boot
+for arg in $(cat /proc/cmdline); do
+	case $arg in
+	cube.test=*) mode=${arg#cube.test=} ;;
+	esac
+done
+
+# virtio-mmio devices come from the ACPI DSDT once virtio_mmio is loaded.
+for m in virtio_ring virtio virtio_mmio vsock \
+	vmw_vsock_virtio_transport_common vmw_vsock_virtio_transport \
+	virtio_blk virtio-rng; do
+	# evil-virtq drives the devices itself through /dev/mem.
+	[ "$mode" = evil ] && [ "$m" = virtio_mmio ] && break
+	insmod /lib/modules/$m.ko || echo "CUBE-L2-MODULE-FAILED $m"
+done
+
+off() {
+	poweroff -f
+	sleep 5
+	echo "CUBE-L2-POWEROFF-FAILED"
+}
+
+case $mode in
+boot)
+	echo "CUBE-L2-BOOT-OK"
+	off
+	;;
+cpus)
+	echo "CUBE-L2-CPUS $(grep -c ^processor /proc/cpuinfo)"
+	off
+	;;
+blk)
+	i=0
+	while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	echo "CUBE-L2-BLK-SUM $(md5sum < /dev/vda | cut -d' ' -f1)"
+	echo "CUBE-L2-BLK-SIZE $(cat /sys/block/vda/size)"
+	echo "CUBE-L2-BLK-RO $(cat /sys/block/vda/ro)"
+	off
+	;;
+rng)
+	echo "CUBE-L2-RNG $(cat /sys/class/misc/hw_random/rng_current 2>/dev/null)"
+	head -c 64 /dev/hwrng > /tmp/r && echo "CUBE-L2-RNG-READ $(wc -c < /tmp/r)"
+	off
+	;;
+vsock)
+	exec /bin/vsock-echo 1234
+	;;
+evil)
+	/bin/evil-virtq
+	off
+	;;
+reboot)
+	echo "CUBE-L2-REBOOT"
+	reboot -f
+	;;
+*)
+	echo "CUBE-L2-HANG"
+	while :; do sleep 1000; done
+	;;
+esac

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube-vmm snapshots: a booted guest is saved, three clones restored from
+ * it run independently at once with the agent channel (vsock) usable
+ * right away; corrupt or truncated snapshots are refused with a clear
+ * error and no VM.
+ */
+#include "vmm_util.h"
+
+#define ECHO_PORT	1234
+#define NR_CLONES	3
+
+static pid_t spawn_boot(const char *dir, const char *log, const char *err)
+{
+	char uds[192], ctl[192];
+	const char *argv[32];
+	int n = 0;
+
+	snprintf(uds, sizeof(uds), "%s/vsock", dir);
+	snprintf(ctl, sizeof(ctl), "%s/control", dir);
+	argv[n++] = "cube-vmm";
+	argv[n++] = "--kernel";
+	argv[n++] = l2_kernel();
+	argv[n++] = "--initrd";
+	argv[n++] = L2_INITRD;
+	argv[n++] = "--append";
+	argv[n++] = "cube.test=vsock";
+	argv[n++] = "--mem";
+	argv[n++] = "160";
+	argv[n++] = "--vcpus";
+	argv[n++] = "2";
+	argv[n++] = "--console-log";
+	argv[n++] = log;
+	argv[n++] = "--vsock-uds";
+	argv[n++] = uds;
+	argv[n++] = "--control";
+	argv[n++] = ctl;
+	argv[n++] = "--timeout";
+	argv[n++] = "300";
+	argv[n] = NULL;
+	return vmm_spawn(argv, err);
+}
+
+/* Boot, check the echo service, snapshot into dir/snap, stop. */
+static void make_snapshot(const char *dir)
+{
+	char log[192], err[192], uds[192], ctl[192], req[256], reply[256];
+	pid_t pid;
+	int fd, st;
+
+	snprintf(log, sizeof(log), "%s/boot.log", dir);
+	snprintf(err, sizeof(err), "%s/boot.err", dir);
+	snprintf(uds, sizeof(uds), "%s/vsock", dir);
+	snprintf(ctl, sizeof(ctl), "%s/control", dir);
+	pid = spawn_boot(dir, log, err);
+	ASSERT_GT(pid, 0);
+	if (!wait_for(log, "CUBE-L2-VSOCK-READY", BOOT_TIMEOUT, pid)) {
+		dump_file("console", log);
+		dump_file("stderr", err);
+		kill(pid, SIGKILL);
+		ASSERT_TRUE(0);
+	}
+	fd = vsock_open(uds, ECHO_PORT);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(echo_check(fd, 4096, 1), 0);
+	/* Left open: the snapshot has a live connection to reset. */
+	snprintf(req, sizeof(req), "snapshot %s/snap", dir);
+	ASSERT_EQ(control(ctl, req, reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	ASSERT_EQ(strncmp(reply, "OK snapshot", 11), 0);
+	/* The original keeps running after the snapshot. */
+	ASSERT_EQ(echo_check(fd, 4096, 2), 0);
+	close(fd);
+	ASSERT_EQ(control(ctl, "stop", reply, sizeof(reply)), 0);
+	st = vmm_wait(pid, 60);
+	ASSERT_NE(st, -1);
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+}
+
+static pid_t spawn_restore(const char *snap, const char *dir, int i,
+			   const char *extra)
+{
+	char uds[192], ctl[192], log[192], err[192];
+	const char *argv[24];
+	int n = 0;
+
+	snprintf(uds, sizeof(uds), "%s/vsock%d", dir, i);
+	snprintf(ctl, sizeof(ctl), "%s/control%d", dir, i);
+	snprintf(log, sizeof(log), "%s/clone%d.log", dir, i);
+	snprintf(err, sizeof(err), "%s/clone%d.err", dir, i);
+	argv[n++] = "cube-vmm";
+	argv[n++] = "--restore";
+	argv[n++] = snap;
+	argv[n++] = "--vsock-uds";
+	argv[n++] = uds;
+	argv[n++] = "--control";
+	argv[n++] = ctl;
+	argv[n++] = "--console-log";
+	argv[n++] = log;
+	argv[n++] = "--timeout";
+	argv[n++] = "300";
+	if (extra)
+		argv[n++] = extra;
+	argv[n] = NULL;
+	return vmm_spawn(argv, err);
+}
+
+/* Connect to a clone's echo port, retrying while it comes up. */
+static int clone_connect(const char *uds, double timeout)
+{
+	double end = now_s() + timeout;
+
+	while (now_s() < end) {
+		int fd = vsock_open(uds, ECHO_PORT);
+
+		if (fd >= 0)
+			return fd;
+		usleep(100000);
+	}
+	return -1;
+}
+
+TEST(snapshot_then_three_clones)
+{
+	char dir[128], snap[160], path[256], reply[256];
+	pid_t pid[NR_CLONES];
+	int fd[NR_CLONES], i, st;
+	double t0;
+
+	need_kvm();
+	mk_scratch(dir, sizeof(dir), "snap");
+	make_snapshot(dir);
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	snprintf(path, sizeof(path), "%s/state", snap);
+	ASSERT_EQ(access(path, R_OK), 0);
+
+	t0 = now_s();
+	for (i = 0; i < NR_CLONES; i++) {
+		pid[i] = spawn_restore(snap, dir, i, NULL);
+		ASSERT_GT(pid[i], 0);
+	}
+	for (i = 0; i < NR_CLONES; i++) {
+		snprintf(path, sizeof(path), "%s/vsock%d", dir, i);
+		fd[i] = clone_connect(path, 60);
+		if (fd[i] < 0) {
+			snprintf(path, sizeof(path), "%s/clone%d.err", dir, i);
+			dump_file("clone stderr", path);
+		}
+		ASSERT_GE(fd[i], 0);
+	}
+	TH_LOG("three clones answering after %.1f s", now_s() - t0);
+	/* Each clone echoes its own data, interleaved. */
+	for (i = 0; i < NR_CLONES; i++)
+		EXPECT_EQ(echo_check(fd[i], 32768, 10 + i), 0);
+	for (i = NR_CLONES - 1; i >= 0; i--)
+		EXPECT_EQ(echo_check(fd[i], 8192, 20 + i), 0);
+
+	/* Stopping one leaves the others running. */
+	snprintf(path, sizeof(path), "%s/control0", dir);
+	ASSERT_EQ(control(path, "stop", reply, sizeof(reply)), 0);
+	st = vmm_wait(pid[0], 60);
+	ASSERT_NE(st, -1);
+	EXPECT_EQ(WEXITSTATUS(st), 0);
+	close(fd[0]);
+	for (i = 1; i < NR_CLONES; i++) {
+		EXPECT_EQ(echo_check(fd[i], 4096, 30 + i), 0);
+		close(fd[i]);
+		snprintf(path, sizeof(path), "%s/control%d", dir, i);
+		ASSERT_EQ(control(path, "status", reply, sizeof(reply)), 0);
+		EXPECT_EQ(strncmp(reply, "OK running vcpus=2 mem=160", 26), 0);
+		kill(pid[i], SIGTERM);
+		st = vmm_wait(pid[i], 60);
+		ASSERT_NE(st, -1);
+		EXPECT_EQ(WEXITSTATUS(st), 0);
+	}
+	rm_tree(dir);
+}
+
+static void copy_snap(const char *from, const char *to)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -a '%s' '%s'", to, from, to);
+	ASSERT_EQ(system(cmd), 0);
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+	int fd = open(path, O_RDWR);
+	unsigned char c;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(pread(fd, &c, 1, off), 1);
+	c ^= 0x5a;
+	ASSERT_EQ(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+/* Restore must fail fast with status 1 and msg on stderr. */
+static void expect_refused(const char *snap, const char *dir, const char *msg,
+			   const char *extra)
+{
+	char err[192];
+	int st;
+
+	st = vmm_wait(spawn_restore(snap, dir, 9, extra), 60);
+	snprintf(err, sizeof(err), "%s/clone9.err", dir);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 1 ||
+	    !file_has(err, msg)) {
+		TH_LOG("expected '%s'", msg);
+		dump_file("stderr", err);
+	}
+	ASSERT_NE(st, -1);
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(WEXITSTATUS(st), 1);
+	EXPECT_TRUE(file_has(err, msg));
+}
+
+TEST(corrupt_snapshots_refused)
+{
+	char dir[128], snap[160], bad[160], path[256];
+	struct stat stt;
+
+	need_kvm();
+	mk_scratch(dir, sizeof(dir), "corrupt");
+	make_snapshot(dir);
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	snprintf(bad, sizeof(bad), "%s/bad", dir);
+
+	/* A flipped byte in the middle of the state file. */
+	copy_snap(snap, bad);
+	snprintf(path, sizeof(path), "%s/state", bad);
+	ASSERT_EQ(stat(path, &stt), 0);
+	flip_byte(path, stt.st_size / 2);
+	expect_refused(bad, dir, "checksum mismatch", NULL);
+
+	/* The state file cut in half. */
+	copy_snap(snap, bad);
+	ASSERT_EQ(truncate(path, stt.st_size / 2), 0);
+	expect_refused(bad, dir, "truncated", NULL);
+
+	/* Not a snapshot at all. */
+	copy_snap(snap, bad);
+	flip_byte(path, 0);
+	expect_refused(bad, dir, "bad magic", NULL);
+
+	/* The memory file cut short. */
+	copy_snap(snap, bad);
+	snprintf(path, sizeof(path), "%s/memory", bad);
+	ASSERT_EQ(truncate(path, 1 << 20), 0);
+	expect_refused(bad, dir, "memory file has", NULL);
+
+	/* A flipped byte in memory: caught when asked to verify. */
+	copy_snap(snap, bad);
+	flip_byte(path, 5 << 20);
+	expect_refused(bad, dir, "memory checksum mismatch", "--verify-memory");
+
+	/* No snapshot there. */
+	snprintf(path, sizeof(path), "%s/nothing", dir);
+	expect_refused(path, dir, "cannot open", NULL);
+	snprintf(path, sizeof(path), "%s/state", bad);
+	ASSERT_EQ(unlink(path), 0);
+	expect_refused(bad, dir, "cannot open state", NULL);
+
+	/* The intact one still restores with verification. */
+	{
+		char uds[192], reply[64];
+		pid_t pid = spawn_restore(snap, dir, 5, "--verify-memory");
+		int fd, st;
+
+		snprintf(uds, sizeof(uds), "%s/vsock5", dir);
+		fd = clone_connect(uds, 60);
+		EXPECT_GE(fd, 0);
+		if (fd >= 0) {
+			EXPECT_EQ(echo_check(fd, 1024, 5), 0);
+			close(fd);
+		}
+		snprintf(uds, sizeof(uds), "%s/control5", dir);
+		EXPECT_EQ(control(uds, "stop", reply, sizeof(reply)), 0);
+		st = vmm_wait(pid, 60);
+		EXPECT_EQ(WEXITSTATUS(st), 0);
+	}
+	rm_tree(dir);
+}
+
+VMM_TEST_MAIN()
