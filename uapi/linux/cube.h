@@ -83,6 +83,7 @@ struct cube_version {
  * @CUBE_SANDBOX_RUNNING: running a workload
  * @CUBE_SANDBOX_PAUSED: vCPUs stopped
  * @CUBE_SANDBOX_EXITED: finished, with an exit reason; final
+ * @__CUBE_SANDBOX_STATE_MAX: number of states
  *
  * Allowed transitions: CREATING -> READY, READY -> RUNNING,
  * RUNNING <-> PAUSED, and any state but EXITED -> EXITED.
@@ -104,6 +105,7 @@ enum cube_sandbox_state {
  * @CUBE_EXIT_KILLED: stopped on request (%CUBE_CMD_KILL_SANDBOX)
  * @CUBE_EXIT_ERROR: the VMM gave up on an error
  * @CUBE_EXIT_CLOSED: the sandbox fd was closed without an exit state
+ * @__CUBE_EXIT_MAX: number of reasons
  */
 enum cube_exit_reason {
 	CUBE_EXIT_NONE,
@@ -416,6 +418,8 @@ struct cube_clone_create {
  * @faults: page faults the clone handled (fault and write-notify calls)
  * @cow_faults: private copies made
  * @prefaulted: pages mapped by %CUBE_CLONE_F_PREFAULT
+ * @around: pages mapped by fault-around: a read fault of a clone that does
+ *	not record also maps the neighbours that hold data
  * @resets: %CUBE_IOC_CLONE_RESET calls
  */
 struct cube_clone_counters {
@@ -426,6 +430,7 @@ struct cube_clone_counters {
 	__u64 faults;
 	__u64 cow_faults;
 	__u64 prefaulted;
+	__u64 around;
 	__u64 resets;
 };
 
@@ -533,6 +538,7 @@ enum cube_attr {
  * @CUBE_STATS_A_SHARED_PAGES: pages held by snapshots
  * @CUBE_STATS_A_PRIVATE_PAGES: pages held privately by clones
  * @CUBE_STATS_A_POOLED: sandboxes waiting in pools
+ * @__CUBE_STATS_A_MAX: one past the last attribute
  *
  * The first six are the module's leak counters: once every object is gone
  * they are zero, and cube.ko reports any that is not at unload.
@@ -574,6 +580,7 @@ enum cube_stats_attr {
  * @CUBE_SANDBOX_A_POOL: string, the pool the sandbox waits in
  * @CUBE_SANDBOX_A_GRACE_MS: u32, %CUBE_CMD_KILL_SANDBOX only: how long the
  *	owner has to stop before SIGKILL (default 2000, at most 60000)
+ * @__CUBE_SANDBOX_A_MAX: one past the last attribute
  */
 enum cube_sandbox_attr {
 	CUBE_SANDBOX_A_UNSPEC,
@@ -609,6 +616,7 @@ enum cube_sandbox_attr {
  * enum cube_labels_attr - attributes of the %CUBE_SANDBOX_A_LABELS nest
  * @CUBE_LABELS_A_UNSPEC: unused
  * @CUBE_LABELS_A_LABEL: nest of &enum cube_label_attr, one per label
+ * @__CUBE_LABELS_A_MAX: one past the last attribute
  */
 enum cube_labels_attr {
 	CUBE_LABELS_A_UNSPEC,
@@ -622,6 +630,7 @@ enum cube_labels_attr {
  * @CUBE_LABEL_A_UNSPEC: unused
  * @CUBE_LABEL_A_KEY: string
  * @CUBE_LABEL_A_VALUE: string
+ * @__CUBE_LABEL_A_MAX: one past the last attribute
  */
 enum cube_label_attr {
 	CUBE_LABEL_A_UNSPEC,
@@ -651,6 +660,7 @@ enum cube_label_attr {
  * @CUBE_POOL_A_TAKEN: u64, sandboxes taken from the pool so far
  * @CUBE_POOL_A_SANDBOX_ID: u64, %CUBE_CMD_TAKE_POOL reply: the sandbox taken
  * @CUBE_POOL_A_OWNER_PID: u32, %CUBE_CMD_TAKE_POOL reply: its owner's pid
+ * @__CUBE_POOL_A_MAX: one past the last attribute
  */
 enum cube_pool_attr {
 	CUBE_POOL_A_UNSPEC,
