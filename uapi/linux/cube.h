@@ -486,6 +486,7 @@ struct cube_mem_stats {
  * @CUBE_CMD_EVENT_SANDBOX_STATE: event: a sandbox changed state
  * @CUBE_CMD_EVENT_SANDBOX_EXIT: event: a sandbox exited (with its reason)
  * @CUBE_CMD_EVENT_POOL_LOW: event: a pool fell below its low watermark
+ * @__CUBE_CMD_MAX: one past the last command
  */
 enum cube_cmd {
 	CUBE_CMD_UNSPEC,
@@ -514,6 +515,7 @@ enum cube_cmd {
  * @CUBE_A_SANDBOX: nest of &enum cube_sandbox_attr
  * @CUBE_A_SNAPSHOT: nest of &enum cube_snapshot_attr
  * @CUBE_A_POOL: nest of &enum cube_pool_attr
+ * @__CUBE_A_MAX: one past the last attribute
  */
 enum cube_attr {
 	CUBE_A_UNSPEC,
