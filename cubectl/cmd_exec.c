@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cmd_exec.c: cubectl exec (a command in a sandbox, streamed) and cp.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent_client.h"
+#include "cube_runtime.h"
+#include "cubectl.h"
+#include "nl_client.h"
+
+#define MAX_ENV		256
+
+/* Check the id with the module first: it tells an unknown id apart. */
+static int open_agent(const char *arg, uint64_t *id, struct cube_agent **a,
+		      int fail_code)
+{
+	struct cube_nl_sandbox sb;
+	struct cube_nl *nl;
+	char what[64];
+	int ret;
+
+	if (cc_parse_id(arg, id))
+		return EX_USAGE;
+	snprintf(what, sizeof(what), "sandbox %s", arg);
+	ret = cc_nl_open(&nl);
+	if (ret)
+		return fail_code == EX_EXEC_FAIL ? EX_EXEC_FAIL : ret;
+	ret = cube_nl_sandbox_get(nl, *id, &sb);
+	cube_nl_close(nl);
+	if (ret) {
+		cc_errno(ret, what);
+		return fail_code ? fail_code : cc_code(ret);
+	}
+	if (sb.state != CUBE_SANDBOX_RUNNING) {
+		cc_err(EX_CONFLICT, "%s is %s, not running", what,
+		       cube_nl_state_name(sb.state));
+		return fail_code ? fail_code : EX_CONFLICT;
+	}
+	ret = cube_sandbox_agent(*id, a);
+	if (ret) {
+		cc_err(EX_FAIL, "%s: cannot reach its agent: %s", what,
+		       strerror(-ret));
+		return fail_code ? fail_code : EX_FAIL;
+	}
+	return EX_OK;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static bool env_valid(const char *s)
+{
+	const char *eq = strchr(s, '=');
+	const char *p;
+
+	if (!eq || eq == s)
+		return false;
+	for (p = s; p < eq; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9' && p != s) || *p == '_'))
+			return false;
+	return true;
+}
+
+int cmd_exec(struct cctx *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "tty", no_argument, NULL, 't' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "cwd", required_argument, NULL, 'w' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *envp[MAX_ENV + 3];
+	struct cube_exec_spec spec = { 0 };
+	struct cube_exec_event ev;
+	struct cube_agent *a;
+	bool interactive = false, stdin_open;
+	unsigned long timeout = 0;
+	char inbuf[32768];
+	size_t in_len = 0, in_off = 0;
+	int nenv = 0, opt, ret, sfd, status = EX_EXEC_FAIL;
+	sigset_t mask, old;
+	uint64_t id;
+
+	envp[nenv++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	while ((opt = getopt_long(argc, argv, "+ite:w:u:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i':
+			interactive = true;
+			break;
+		case 't':
+			return cc_err(EX_USAGE, "-t: the guest agent has no pseudo-terminals; use -i");
+		case 'e':
+			if (!env_valid(optarg))
+				return cc_err(EX_USAGE, "invalid --env '%s' (want NAME=VALUE)", optarg);
+			if (nenv >= MAX_ENV)
+				return cc_err(EX_USAGE, "at most %d --env", MAX_ENV);
+			envp[nenv++] = optarg;
+			break;
+		case 'w':
+			if (optarg[0] != '/')
+				return cc_err(EX_USAGE, "invalid --cwd '%s' (an absolute path)", optarg);
+			spec.cwd = optarg;
+			break;
+		case 'u':
+			if (!optarg[0] || strlen(optarg) > 32 || strchr(optarg, '/'))
+				return cc_err(EX_USAGE, "invalid --user '%s'", optarg);
+			spec.user = optarg;
+			break;
+		case 'T':
+			if (cc_parse_uint("--timeout", optarg, 1, 7 * 86400, &timeout))
+				return EX_USAGE;
+			break;
+		default:
+			return cc_err(EX_USAGE, "usage: %s exec [-i] [--env K=V]... [--cwd D] [--user U] [--timeout S] ID -- CMD [ARG]...",
+				      cc_prog);
+		}
+	}
+	if (optind + 1 >= argc)
+		return cc_err(EX_USAGE, "usage: %s exec [options] ID -- CMD [ARG]...", cc_prog);
+	if (!strcmp(argv[optind + 1], "--") && optind + 2 >= argc)
+		return cc_err(EX_USAGE, "exec: no command given after --");
+	envp[nenv] = NULL;
+	ret = open_agent(argv[optind], &id, &a, EX_EXEC_FAIL);
+	if (ret)
+		return ret == EX_USAGE ? EX_USAGE : EX_EXEC_FAIL;
+	spec.argv = (const char *const *)(argv + optind +
+		    (strcmp(argv[optind + 1], "--") ? 1 : 2));
+	spec.envp = envp;
+	spec.timeout_ms = timeout * 1000;
+	/* HOME for the user; the agent's default applies without --env */
+	if (!spec.user || !strcmp(spec.user, "root"))
+		envp[nenv++] = "HOME=/root";
+	envp[nenv] = NULL;
+
+	/* Ctrl-C and friends go to the command, not to us */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+	ret = cube_agent_exec_start(a, &spec, NULL);
+	if (ret) {
+		cc_err(EX_EXEC_FAIL, "cannot run '%s': %s", spec.argv[0],
+		       cube_agent_error(a));
+		goto out;
+	}
+	cube_agent_set_timeout(a, -1);
+	stdin_open = interactive;
+	if (!interactive)
+		cube_agent_exec_close_stdin(a);
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = stdin_open && in_off == in_len ? 0 : -1,
+			  .events = POLLIN },
+		};
+
+		if (poll(p, 2, 0) > 0) {
+			if (p[0].revents & POLLIN) {
+				struct signalfd_siginfo si;
+
+				if (read(sfd, &si, sizeof(si)) == sizeof(si))
+					cube_agent_exec_signal(a, si.ssi_signo);
+			}
+			if (p[1].revents & (POLLIN | POLLHUP)) {
+				ssize_t n = read(0, inbuf, sizeof(inbuf));
+
+				if (n <= 0) {
+					stdin_open = false;
+					cube_agent_exec_close_stdin(a);
+				} else {
+					in_len = n;
+					in_off = 0;
+				}
+			}
+		}
+		if (in_off < in_len) {
+			ssize_t n = cube_agent_exec_stdin(a, inbuf + in_off,
+							  in_len - in_off);
+
+			if (n > 0)
+				in_off += n;
+			else if (n != -EAGAIN)
+				in_off = in_len;	/* stdin went away */
+		}
+		ret = cube_agent_exec_next(a, &ev, 50);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret) {
+			cc_err(EX_EXEC_FAIL, "lost the command: %s",
+			       cube_agent_error(a));
+			break;
+		}
+		if (ev.type == CUBE_EXEC_STDOUT)
+			write_all(1, ev.data, ev.len);
+		else if (ev.type == CUBE_EXEC_STDERR)
+			write_all(2, ev.data, ev.len);
+		else if (ev.type == CUBE_EXEC_EXIT) {
+			if (ev.status.exited)
+				status = ev.status.code;
+			else
+				status = 128 + ev.status.signal;
+			if (ev.status.timed_out)
+				fprintf(stderr, "%s: the command ran past --timeout and was killed\n",
+					cc_prog);
+			break;
+		}
+	}
+out:
+	cube_agent_close(a);
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	(void)c;
+	return status;
+}
+
+/* --- cp --- */
+
+/* "ID:PATH" -> id and the path; 0 when @s is no sandbox path */
+static int split_remote(const char *s, uint64_t *id, const char **path)
+{
+	char num[24];
+	const char *colon = strchr(s, ':');
+	size_t n;
+
+	if (!colon)
+		return 0;
+	n = colon - s;
+	if (!n || n >= sizeof(num))
+		return 0;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (cube_parse_id(num, id))
+		return 0;
+	*path = colon + 1;
+	return 1;
+}
+
+static ssize_t read_fd(void *ctx, void *buf, size_t len)
+{
+	int fd = *(int *)ctx;
+	ssize_t n;
+
+	do {
+		n = read(fd, buf, len);
+	} while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+static int write_fd(void *ctx, const void *buf, size_t len)
+{
+	return write_all(*(int *)ctx, buf, len);
+}
+
+int cmd_cp(struct cctx *c, int argc, char **argv)
+{
+	const char *rpath, *local;
+	struct cube_agent *a;
+	char idarg[24];
+	bool upload;
+	uint64_t id;
+	int fd, ret;
+
+	if (argc != 3)
+		return cc_err(EX_USAGE, "usage: %s cp ID:PATH LOCAL | LOCAL ID:PATH", cc_prog);
+	if (split_remote(argv[1], &id, &rpath)) {
+		upload = false;
+		local = argv[2];
+	} else if (split_remote(argv[2], &id, &rpath)) {
+		upload = true;
+		local = argv[1];
+	} else {
+		return cc_err(EX_USAGE, "cp: one side must be ID:PATH");
+	}
+	if (rpath[0] != '/')
+		return cc_err(EX_USAGE, "cp: the sandbox path '%s' must be absolute", rpath);
+	snprintf(idarg, sizeof(idarg), "%llu", (unsigned long long)id);
+	ret = open_agent(idarg, &id, &a, 0);
+	if (ret)
+		return ret;
+	cube_agent_set_timeout(a, 60000);
+	if (upload) {
+		struct stat st;
+
+		fd = strcmp(local, "-") ? open(local, O_RDONLY | O_CLOEXEC) : 0;
+		if (fd < 0) {
+			ret = cc_err(errno == ENOENT ? EX_NOTFOUND : EX_FAIL,
+				     "cp: %s: %s", local, strerror(errno));
+			goto out;
+		}
+		if (fd && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+			close(fd);
+			ret = cc_err(EX_USAGE, "cp: %s is not a regular file", local);
+			goto out;
+		}
+		ret = cube_agent_write_file(a, rpath, fd ? st.st_mode & 0777 : 0,
+					    0, read_fd, &fd);
+		if (fd)
+			close(fd);
+	} else {
+		fd = strcmp(local, "-") ? open(local, O_WRONLY | O_CREAT |
+					       O_TRUNC | O_CLOEXEC, 0644) : 1;
+		if (fd < 0) {
+			ret = cc_err(EX_FAIL, "cp: %s: %s", local, strerror(errno));
+			goto out;
+		}
+		ret = cube_agent_read_file(a, rpath, write_fd, &fd, NULL);
+		if (fd != 1 && close(fd) && !ret)
+			ret = -errno;
+		if (ret && fd != 1)
+			unlink(local);	/* no partial copy stays behind */
+	}
+	if (ret)
+		ret = cc_err(cc_code(ret), "cp: %s:%s: %s", idarg, rpath,
+			     cube_agent_error(a)[0] ? cube_agent_error(a) :
+			     strerror(-ret));
+out:
+	cube_agent_close(a);
+	(void)c;
+	return ret;
+}

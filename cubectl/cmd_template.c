@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cmd_template.c: cubectl template build / ls / rm.
+ *
+ * A build boots cube-vmm on the given kernel (and initrd / rootfs), waits
+ * for the guest agent, runs each --run command in the guest (stopping at
+ * the first that fails), then snapshots the VM into the template's
+ * directory.  A failed build leaves nothing behind.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_client.h"
+#include "cube_runtime.h"
+#include "cubectl.h"
+#include "nl_client.h"
+
+#define MAX_RUN		64
+
+int cc_control(const char *path, const char *req, char *reply, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t got = 0;
+	ssize_t n;
+	int fd, ret;
+
+	reply[0] = '\0';
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	while (got + 1 < len && (n = read(fd, reply + got, len - 1 - got)) > 0) {
+		got += n;
+		if (memchr(reply, '\n', got))
+			break;
+	}
+	close(fd);
+	reply[got] = '\0';
+	if (got && reply[got - 1] == '\n')
+		reply[got - 1] = '\0';
+	return strncmp(reply, "OK", 2) ? -EIO : 0;
+}
+
+static bool regular_file(const char *p)
+{
+	struct stat st;
+
+	return !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
+static int out_fn(void *ctx, enum cube_exec_event_type stream,
+		  const void *data, size_t len)
+{
+	fwrite(data, 1, len, stream == CUBE_EXEC_STDERR ? stderr : stdout);
+	return 0;
+}
+
+struct build {
+	struct cube_template t;
+	char dir[PATH_MAX];
+	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
+	pid_t vmm;
+	unsigned int boot_timeout;
+};
+
+static pid_t spawn_vmm(struct build *b)
+{
+	char vmm[PATH_MAX], mem[16], cpus[16];
+	const char *argv[32];
+	int n = 0;
+	pid_t pid;
+
+	if (cube_find_helper("cube-vmm", "CUBE_VMM", vmm, sizeof(vmm))) {
+		cc_err(EX_FAIL, "cube-vmm not found (set CUBE_VMM)");
+		return -1;
+	}
+	snprintf(mem, sizeof(mem), "%u", b->t.memory_mb);
+	snprintf(cpus, sizeof(cpus), "%u", b->t.vcpus);
+	argv[n++] = vmm;
+	argv[n++] = "--kernel";
+	argv[n++] = b->t.kernel;
+	if (b->t.initrd[0]) {
+		argv[n++] = "--initrd";
+		argv[n++] = b->t.initrd;
+	}
+	if (b->t.rootfs[0]) {
+		argv[n++] = "--rootfs";
+		argv[n++] = b->t.rootfs;
+	}
+	argv[n++] = "--mem";
+	argv[n++] = mem;
+	argv[n++] = "--vcpus";
+	argv[n++] = cpus;
+	argv[n++] = "--vsock-uds";
+	argv[n++] = b->vsock;
+	argv[n++] = "--control";
+	argv[n++] = b->control;
+	argv[n++] = "--console-log";
+	argv[n++] = b->console;
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execv(vmm, (char **)argv);
+		_exit(127);
+	}
+	if (pid < 0)
+		cc_err(EX_FAIL, "fork: %s", strerror(errno));
+	return pid;
+}
+
+static int wait_agent(struct build *b, struct cube_agent **out)
+{
+	time_t end = time(NULL) + b->boot_timeout;
+	struct cube_agent_info info;
+	struct cube_agent *a;
+	int st;
+
+	while (time(NULL) < end) {
+		if (waitpid(b->vmm, &st, WNOHANG) == b->vmm) {
+			b->vmm = 0;
+			return cc_err(EX_FAIL, "cube-vmm exited while booting (console: %s)",
+				      b->console);
+		}
+		if (!cube_agent_connect_vsock(b->vsock, 0, &a)) {
+			cube_agent_set_timeout(a, 5000);
+			if (!cube_agent_ping(a, &info) && info.ready) {
+				*out = a;
+				return EX_OK;
+			}
+			cube_agent_close(a);
+		}
+		usleep(200 * 1000);
+	}
+	return cc_err(EX_TIMEOUT, "the guest agent did not answer within %u s (console: %s)",
+		      b->boot_timeout, b->console);
+}
+
+static void cleanup_build(struct build *b, bool failed)
+{
+	char reply[256];
+
+	if (b->vmm > 0) {
+		if (cc_control(b->control, "stop\n", reply, sizeof(reply)))
+			kill(b->vmm, SIGKILL);
+		waitpid(b->vmm, NULL, 0);
+	}
+	/* template.conf is written first, so this removes it all */
+	if (failed)
+		cube_template_remove(b->t.name);
+	unlink(b->vsock);
+	unlink(b->control);
+	if (!failed)
+		unlink(b->console);
+	rmdir(b->dir);
+}
+
+static int template_build(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "kernel", required_argument, NULL, 'k' },
+		{ "initrd", required_argument, NULL, 'i' },
+		{ "rootfs", required_argument, NULL, 'r' },
+		{ "vcpus", required_argument, NULL, 'c' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "run", required_argument, NULL, 'R' },
+		{ "boot-timeout", required_argument, NULL, 'b' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct build b = { .boot_timeout = CUBE_BOOT_TIMEOUT };
+	const char *runs[MAX_RUN], *kernel = getenv("CUBE_KERNEL");
+	const char *initrd = getenv("CUBE_INITRD"), *rootfs = NULL;
+	unsigned long vcpus = CUBE_VCPUS_DEFAULT, mem = CUBE_MEMORY_DEFAULT, v;
+	struct cube_template old;
+	struct cube_agent *a = NULL;
+	char req[PATH_MAX + 64], reply[512], err[CUBE_ERR_MAX];
+	int nrun = 0, opt, ret, i;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'k':
+			kernel = optarg;
+			break;
+		case 'i':
+			initrd = optarg;
+			break;
+		case 'r':
+			rootfs = optarg;
+			break;
+		case 'c':
+			if (cc_parse_uint("--vcpus", optarg, 1, 16, &vcpus))
+				return EX_USAGE;
+			break;
+		case 'm':
+			if (cc_parse_uint("--memory", optarg, 32, 3072, &mem))
+				return EX_USAGE;
+			break;
+		case 'b':
+			if (cc_parse_uint("--boot-timeout", optarg, 1, 3600, &v))
+				return EX_USAGE;
+			b.boot_timeout = v;
+			break;
+		case 'R':
+			if (nrun >= MAX_RUN)
+				return cc_err(EX_USAGE, "at most %d --run", MAX_RUN);
+			if (!optarg[0])
+				return cc_err(EX_USAGE, "--run needs a command");
+			runs[nrun++] = optarg;
+			break;
+		default:
+			return cc_err(EX_USAGE, "usage: %s template build NAME --kernel K [--initrd I] [--rootfs IMG] [--vcpus N] [--memory MIB] [--run CMD]...",
+				      cc_prog);
+		}
+	}
+	if (optind + 1 != argc)
+		return cc_err(EX_USAGE, "usage: %s template build NAME --kernel K [options]", cc_prog);
+	if (!cube_name_valid(argv[optind]))
+		return cc_err(EX_USAGE, "invalid template name '%s' ([A-Za-z0-9._-], at most %d bytes)",
+			      argv[optind], CUBE_NAME_MAX - 1);
+	if (!kernel)
+		return cc_err(EX_USAGE, "template build needs --kernel (or $CUBE_KERNEL)");
+	if (!regular_file(kernel))
+		return cc_err(EX_NOTFOUND, "--kernel %s: no such file", kernel);
+	if (initrd && !regular_file(initrd))
+		return cc_err(EX_NOTFOUND, "--initrd %s: no such file", initrd);
+	if (rootfs && !regular_file(rootfs))
+		return cc_err(EX_NOTFOUND, "--rootfs %s: no such file", rootfs);
+	if (!cube_template_load(argv[optind], &old, err))
+		return cc_err(EX_CONFLICT, "template '%s' exists (template rm it first)",
+			      argv[optind]);
+	if (old.dir[0] && !access(old.dir, F_OK))
+		return cc_err(EX_CONFLICT, "%s exists but is no template; remove it first",
+			      old.dir);
+
+	snprintf(b.t.name, sizeof(b.t.name), "%s", argv[optind]);
+	if (!realpath(kernel, b.t.kernel) ||
+	    (initrd && !realpath(initrd, b.t.initrd)) ||
+	    (rootfs && !realpath(rootfs, b.t.rootfs)))
+		return cc_err(EX_FAIL, "cannot resolve the image paths: %s", strerror(errno));
+	b.t.vcpus = vcpus;
+	b.t.memory_mb = mem;
+	snprintf(b.t.dir, sizeof(b.t.dir), "%s", old.dir);
+	snprintf(b.t.snapshot, sizeof(b.t.snapshot), "%s/snapshot", b.t.dir);
+	snprintf(b.dir, sizeof(b.dir), "%s/build-%s-%d", cube_run_dir(),
+		 b.t.name, (int)getpid());
+	mkdir(cube_run_dir(), 0755);
+	if (mkdir(b.dir, 0700))
+		return cc_err(EX_FAIL, "cannot create %s: %s", b.dir, strerror(errno));
+	snprintf(b.vsock, sizeof(b.vsock), "%s/vsock", b.dir);
+	snprintf(b.control, sizeof(b.control), "%s/control", b.dir);
+	snprintf(b.console, sizeof(b.console), "%s/console.log", b.dir);
+
+	ret = cube_template_save(&b.t);
+	if (ret) {
+		cc_err(EX_FAIL, "cannot write the template: %s", strerror(-ret));
+		goto fail;
+	}
+	b.vmm = spawn_vmm(&b);
+	if (b.vmm < 0) {
+		ret = EX_FAIL;
+		goto fail;
+	}
+	ret = wait_agent(&b, &a);
+	if (ret)
+		goto fail;
+	cube_agent_set_timeout(a, -1);
+	for (i = 0; i < nrun; i++) {
+		const char *av[] = { "/bin/sh", "-c", runs[i], NULL };
+		struct cube_exec_spec spec = { .argv = av };
+		struct cube_exec_status st;
+
+		fprintf(stderr, "%s: --run %s\n", cc_prog, runs[i]);
+		ret = cube_agent_exec(a, &spec, NULL, 0, out_fn, NULL, &st);
+		if (ret) {
+			cc_err(EX_FAIL, "--run '%s': %s", runs[i], cube_agent_error(a));
+			ret = EX_FAIL;
+			goto fail;
+		}
+		if (!st.exited || st.code) {
+			ret = cc_err(EX_FAIL, "--run '%s' failed (%s %d)", runs[i],
+				     st.exited ? "exit status" : "signal",
+				     st.exited ? st.code : st.signal);
+			goto fail;
+		}
+	}
+	cube_agent_close(a);
+	a = NULL;
+	snprintf(req, sizeof(req), "snapshot %s\n", b.t.snapshot);
+	ret = cc_control(b.control, req, reply, sizeof(reply));
+	if (ret) {
+		ret = cc_err(EX_FAIL, "snapshot failed: %s", reply[0] ? reply : strerror(-ret));
+		goto fail;
+	}
+	cleanup_build(&b, false);
+	printf("%s\n", b.t.name);
+	return EX_OK;
+fail:
+	if (a)
+		cube_agent_close(a);
+	cleanup_build(&b, true);
+	return ret ? ret : EX_FAIL;
+}
+
+static int template_ls(struct cctx *c)
+{
+	char (*names)[CUBE_NAME_MAX];
+	struct json_object *arr = NULL;
+	char err[CUBE_ERR_MAX];
+	size_t n, i;
+	int ret;
+
+	ret = cube_template_list(&names, &n);
+	if (ret)
+		return cc_errno(ret, "templates");
+	if (c->json)
+		arr = json_object_new_array();
+	else
+		printf("%-20s %5s %7s %s\n", "NAME", "VCPUS", "MEMORY", "KERNEL");
+	for (i = 0; i < n; i++) {
+		struct cube_template t;
+
+		if (cube_template_load(names[i], &t, err))
+			continue;
+		if (c->json) {
+			struct json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "name", json_object_new_string(t.name));
+			json_object_object_add(o, "vcpus", json_object_new_int64(t.vcpus));
+			json_object_object_add(o, "memory_mb", json_object_new_int64(t.memory_mb));
+			json_object_object_add(o, "kernel", json_object_new_string(t.kernel));
+			json_object_object_add(o, "initrd", json_object_new_string(t.initrd));
+			json_object_object_add(o, "rootfs", json_object_new_string(t.rootfs));
+			json_object_array_add(arr, o);
+		} else {
+			printf("%-20s %5u %6uM %s\n", t.name, t.vcpus, t.memory_mb,
+			       t.kernel);
+		}
+	}
+	free(names);
+	if (c->json)
+		cc_json_print(arr);
+	return EX_OK;
+}
+
+static int template_rm(int argc, char **argv)
+{
+	struct cube_nl_pool p;
+	struct cube_nl *nl;
+	int ret;
+
+	if (argc != 2)
+		return cc_err(EX_USAGE, "usage: %s template rm NAME", cc_prog);
+	if (!cube_name_valid(argv[1]))
+		return cc_err(EX_USAGE, "invalid template name '%s'", argv[1]);
+	/* a pool that refills from it keeps it */
+	if (!cube_nl_open(&nl)) {
+		ret = cube_nl_pool_get(nl, argv[1], &p);
+		cube_nl_close(nl);
+		if (!ret)
+			return cc_err(EX_CONFLICT, "template '%s' has a pool (pool set %s --size 0 first)",
+				      argv[1], argv[1]);
+	}
+	ret = cube_template_remove(argv[1]);
+	if (ret == -ENOENT)
+		return cc_err(EX_NOTFOUND, "unknown template '%s'", argv[1]);
+	if (ret)
+		return cc_errno(ret, argv[1]);
+	return EX_OK;
+}
+
+int cmd_template(struct cctx *c, int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && !strcmp(argv[i], "--json"); i++)
+		c->json = true;
+	if (i >= argc)
+		return cc_err(EX_USAGE, "usage: %s template build|ls|rm ...", cc_prog);
+	optind = 1;
+	if (!strcmp(argv[i], "build"))
+		return template_build(argc - i, argv + i);
+	if (!strcmp(argv[i], "ls")) {
+		if (i + 1 < argc && !strcmp(argv[i + 1], "--json")) {
+			c->json = true;
+			i++;
+		}
+		if (i + 1 != argc)
+			return cc_err(EX_USAGE, "usage: %s template ls [--json]", cc_prog);
+		return template_ls(c);
+	}
+	if (!strcmp(argv[i], "rm"))
+		return template_rm(argc - i, argv + i);
+	return cc_err(EX_USAGE, "unknown template command '%s' (build, ls, rm)", argv[i]);
+}

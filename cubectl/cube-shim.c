@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube-shim: the supervisor of one sandbox.  Started by cubectl and cubed
+ * (lib/cube_runtime.c), never by hand.
+ *
+ * It registers the sandbox with cube.ko (and so owns its sandbox fd), runs
+ * cube-vmm as its child, waits until the guest agent answers, gives the
+ * guest its identity and fresh entropy, then reports the id on the report
+ * fd.  From then on it watches the sandbox fd and the VMM: a kill request
+ * stops the VMM; the VMM's exit is recorded as the sandbox's exit reason;
+ * then the run directory goes and the shim exits, which closes the fd and
+ * frees the module's sandbox.  If the shim itself is killed, the VMM dies
+ * with it (PR_SET_PDEATHSIG), so nothing outlives it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/cube.h>
+
+#include "agent_client.h"
+#include "cube_runtime.h"
+
+struct shim {
+	char template_name[CUBE_NAME_MAX];
+	unsigned int vcpus, memory_mb, boot_timeout;
+	const char *pool;
+	struct cube_sandbox_label labels[CUBE_LABELS_MAX];
+	unsigned int nlabels;
+	int report_fd;
+	char **vmm_argv;
+	int vmm_argc;
+
+	int sbfd;
+	uint64_t id;
+	char dir[PATH_MAX];
+	pid_t vmm;
+	bool kill_requested;
+};
+
+static void report(struct shim *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void report(struct shim *s, int err, const char *fmt, ...)
+{
+	char msg[CUBE_ERR_MAX], line[CUBE_ERR_MAX + 32];
+	va_list ap;
+	int n;
+
+	if (s->report_fd < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (err)
+		n = snprintf(line, sizeof(line), "ERR %d %s\n", err, msg);
+	else
+		n = snprintf(line, sizeof(line), "OK %s\n", msg);
+	if (write(s->report_fd, line, n) != n)
+		s->kill_requested = true;	/* nobody is waiting for us */
+	close(s->report_fd);
+	s->report_fd = -1;
+}
+
+static int set_state(struct shim *s, uint32_t state, uint32_t reason)
+{
+	struct cube_sandbox_state_arg a = {
+		.state = state, .exit_reason = reason,
+	};
+
+	return ioctl(s->sbfd, CUBE_IOC_SANDBOX_SET_STATE, &a) ? -errno : 0;
+}
+
+static int parse_args(struct shim *s, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "template", required_argument, NULL, 't' },
+		{ "vcpus", required_argument, NULL, 'c' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "boot-timeout", required_argument, NULL, 'b' },
+		{ "pool", required_argument, NULL, 'p' },
+		{ "label", required_argument, NULL, 'l' },
+		{ "report-fd", required_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end, *eq;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (!cube_name_valid(optarg))
+				return -EINVAL;
+			snprintf(s->template_name, sizeof(s->template_name),
+				 "%s", optarg);
+			break;
+		case 'c':
+			s->vcpus = strtoul(optarg, &end, 10);
+			if (*end || !s->vcpus || s->vcpus > CUBE_VCPUS_MAX)
+				return -EINVAL;
+			break;
+		case 'm':
+			s->memory_mb = strtoul(optarg, &end, 10);
+			if (*end || !s->memory_mb || s->memory_mb > 1 << 20)
+				return -EINVAL;
+			break;
+		case 'b':
+			s->boot_timeout = strtoul(optarg, &end, 10);
+			if (*end || !s->boot_timeout)
+				return -EINVAL;
+			break;
+		case 'p':
+			if (!cube_name_valid(optarg))
+				return -EINVAL;
+			s->pool = optarg;
+			break;
+		case 'l':
+			eq = strchr(optarg, '=');
+			if (!eq || s->nlabels >= CUBE_LABELS_MAX ||
+			    eq - optarg >= CUBE_NAME_MAX ||
+			    strlen(eq + 1) >= CUBE_LABEL_VALUE_MAX)
+				return -EINVAL;
+			memcpy(s->labels[s->nlabels].key, optarg, eq - optarg);
+			strcpy(s->labels[s->nlabels].value, eq + 1);
+			s->nlabels++;
+			break;
+		case 'r':
+			s->report_fd = strtol(optarg, &end, 10);
+			if (*end || s->report_fd < 0)
+				return -EINVAL;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (!s->template_name[0] || optind >= argc)
+		return -EINVAL;
+	s->vmm_argv = argv + optind;
+	s->vmm_argc = argc - optind;
+	return 0;
+}
+
+static int register_sandbox(struct shim *s)
+{
+	struct cube_sandbox_create c = { 0 };
+	struct cube_sandbox_limits lim = { 0 };
+	unsigned int i;
+	int dev;
+
+	dev = open("/dev/" CUBE_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (dev < 0) {
+		int e = errno;
+
+		report(s, e == ENOENT ? ENOPKG : e, "%s",
+		       e == ENOENT ? "cube.ko is not loaded (no /dev/cube)" :
+		       e == EACCES || e == EPERM ? "permission denied on /dev/cube" :
+		       strerror(e));
+		return -e;
+	}
+	s->sbfd = ioctl(dev, CUBE_IOC_SANDBOX_CREATE, &c);
+	close(dev);
+	if (s->sbfd < 0) {
+		report(s, errno, "cannot create a sandbox: %s", strerror(errno));
+		return -errno;
+	}
+	s->id = c.id;
+	lim.vcpus = s->vcpus;
+	lim.memory_bytes = (uint64_t)s->memory_mb << 20;
+	lim.owner_uid = getuid();
+	snprintf(lim.template_name, sizeof(lim.template_name), "%s",
+		 s->template_name);
+	if (ioctl(s->sbfd, CUBE_IOC_SANDBOX_SET_LIMITS, &lim)) {
+		report(s, errno, "cannot set the sandbox's limits: %s",
+		       strerror(errno));
+		return -errno;
+	}
+	for (i = 0; i < s->nlabels; i++) {
+		if (ioctl(s->sbfd, CUBE_IOC_SANDBOX_SET_LABEL, &s->labels[i])) {
+			report(s, errno, "bad label '%s': %s", s->labels[i].key,
+			       strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static int make_dir(struct shim *s)
+{
+	char parent[PATH_MAX];
+
+	snprintf(parent, sizeof(parent), "%s/sandboxes", cube_run_dir());
+	mkdir(cube_run_dir(), 0755);
+	mkdir(parent, 0700);
+	if (cube_sandbox_path(s->dir, sizeof(s->dir), s->id, NULL) ||
+	    mkdir(s->dir, 0700)) {
+		report(s, errno, "cannot create the run directory: %s",
+		       strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static void remove_dir(struct shim *s)
+{
+	static const char * const files[] = {
+		"vsock", "control", "console.log", "e2b.json", "e2b.json.tmp",
+	};
+	char p[PATH_MAX + 16];
+	size_t i;
+
+	if (!s->dir[0])
+		return;
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", s->dir, files[i]);
+		unlink(p);
+	}
+	/* the vsock socket may have port suffixes ("vsock_1024") */
+	snprintf(p, sizeof(p), "%s/vsock_%u", s->dir, CUBE_AGENT_VSOCK_PORT);
+	unlink(p);
+	rmdir(s->dir);
+}
+
+static int start_vmm(struct shim *s)
+{
+	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
+	char name[32];
+	char **argv;
+	int i, n = 0;
+
+	snprintf(vsock, sizeof(vsock), "%s/vsock", s->dir);
+	snprintf(control, sizeof(control), "%s/control", s->dir);
+	snprintf(console, sizeof(console), "%s/console.log", s->dir);
+	snprintf(name, sizeof(name), "cube-%llu", (unsigned long long)s->id);
+	argv = calloc(s->vmm_argc + 12, sizeof(*argv));
+	if (!argv)
+		return -ENOMEM;
+	for (i = 0; i < s->vmm_argc; i++)
+		argv[n++] = s->vmm_argv[i];
+	argv[n++] = "--vsock-uds";
+	argv[n++] = vsock;
+	argv[n++] = "--control";
+	argv[n++] = control;
+	argv[n++] = "--console-log";
+	argv[n++] = console;
+	argv[n++] = "--id";
+	argv[n++] = name;
+	argv[n] = NULL;
+
+	s->vmm = fork();
+	if (s->vmm < 0) {
+		free(argv);
+		report(s, errno, "cannot fork: %s", strerror(errno));
+		return -errno;
+	}
+	if (s->vmm == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	free(argv);
+	return 0;
+}
+
+/* Wait for the agent; give the guest its identity and entropy. */
+static int wait_agent(struct shim *s)
+{
+	char vsock[PATH_MAX + 8], host[64], idstr[32];
+	struct cube_agent_info info;
+	struct cube_agent *a = NULL;
+	time_t end = time(NULL) + s->boot_timeout;
+	unsigned char seed[64];
+	struct timespec now;
+	int ret = -ETIMEDOUT, st;
+
+	snprintf(vsock, sizeof(vsock), "%s/vsock", s->dir);
+	while (time(NULL) < end) {
+		if (waitpid(s->vmm, &st, WNOHANG) == s->vmm) {
+			s->vmm = 0;
+			report(s, EIO, "cube-vmm exited while starting (%s)",
+			       WIFEXITED(st) ? "see its console log" :
+			       strsignal(WTERMSIG(st)));
+			return -EIO;
+		}
+		if (!cube_agent_connect_vsock(vsock, 0, &a)) {
+			cube_agent_set_timeout(a, 5000);
+			if (!cube_agent_ping(a, &info) && info.ready)
+				break;
+			cube_agent_close(a);
+			a = NULL;
+		}
+		usleep(100 * 1000);
+	}
+	if (!a) {
+		report(s, ETIMEDOUT, "the guest agent did not answer within %u s",
+		       s->boot_timeout);
+		return ret;
+	}
+	snprintf(idstr, sizeof(idstr), "%llu", (unsigned long long)s->id);
+	snprintf(host, sizeof(host), "cube-%s", idstr);
+	clock_gettime(CLOCK_REALTIME, &now);
+	{
+		struct cube_agent_identity ident = {
+			.hostname = host, .sandbox_id = idstr, .set_time = true,
+			.time_ns = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec,
+		};
+
+		ret = cube_agent_set_identity(a, &ident);
+	}
+	if (!ret && getrandom(seed, sizeof(seed), 0) == sizeof(seed))
+		ret = cube_agent_reseed(a, seed, sizeof(seed));
+	explicit_bzero(seed, sizeof(seed));
+	if (ret)
+		report(s, -ret, "cannot set up the guest: %s",
+		       cube_agent_error(a));
+	cube_agent_close(a);
+	return ret;
+}
+
+static void stop_vmm(struct shim *s)
+{
+	char path[PATH_MAX + 8];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, i, st;
+
+	if (s->vmm <= 0)
+		return;
+	snprintf(path, sizeof(path), "%s/control", s->dir);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && strlen(path) < sizeof(sa.sun_path)) {
+		strcpy(sa.sun_path, path);
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			if (write(fd, "stop\n", 5) != 5)
+				kill(s->vmm, SIGKILL);
+	}
+	if (fd >= 0)
+		close(fd);
+	for (i = 0; i < 20; i++) {
+		if (waitpid(s->vmm, &st, WNOHANG) == s->vmm) {
+			s->vmm = 0;
+			return;
+		}
+		usleep(50 * 1000);
+	}
+	kill(s->vmm, SIGKILL);
+}
+
+static uint32_t exit_reason(struct shim *s, int st)
+{
+	if (s->kill_requested)
+		return CUBE_EXIT_KILLED;
+	if (WIFSIGNALED(st))
+		return CUBE_EXIT_CRASH;
+	return WEXITSTATUS(st) == 0 ? CUBE_EXIT_SHUTDOWN : CUBE_EXIT_ERROR;
+}
+
+/* Supervise until the VMM is gone; returns the exit reason. */
+static uint32_t supervise(struct shim *s, int sfd, bool pooled)
+{
+	struct pollfd p[2] = {
+		{ .fd = s->sbfd, .events = POLLIN | POLLPRI | POLLRDBAND },
+		{ .fd = sfd, .events = POLLIN },
+	};
+	int st;
+
+	for (;;) {
+		if (s->kill_requested && s->vmm > 0)
+			stop_vmm(s);
+		if (s->vmm > 0 && waitpid(s->vmm, &st, WNOHANG) == s->vmm)
+			return exit_reason(s, st);
+		if (s->vmm <= 0)
+			return s->kill_requested ? CUBE_EXIT_KILLED :
+			       CUBE_EXIT_ERROR;
+		if (poll(p, 2, 1000) < 0 && errno != EINTR)
+			return CUBE_EXIT_ERROR;
+		if (p[0].revents & (POLLIN | POLLPRI | POLLERR | POLLHUP)) {
+			s->kill_requested = true;
+			p[0].events = POLLRDBAND;
+		}
+		if (pooled && (p[0].revents & POLLRDBAND)) {
+			/* taken out of the pool: it works for someone now */
+			pooled = false;
+			set_state(s, CUBE_SANDBOX_RUNNING, 0);
+			p[0].events &= ~POLLRDBAND;
+		}
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
+			    si.ssi_signo != SIGCHLD)
+				s->kill_requested = true;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct shim s = { .report_fd = -1, .sbfd = -1,
+			  .vcpus = CUBE_VCPUS_DEFAULT,
+			  .memory_mb = CUBE_MEMORY_DEFAULT,
+			  .boot_timeout = CUBE_BOOT_TIMEOUT };
+	uint32_t reason = CUBE_EXIT_ERROR;
+	sigset_t mask;
+	int sfd, ret;
+
+	if (parse_args(&s, argc, argv)) {
+		fprintf(stderr, "cube-shim: internal helper of cubectl and cubed; bad arguments\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		report(&s, errno, "signalfd: %s", strerror(errno));
+		return 1;
+	}
+	if (register_sandbox(&s) || make_dir(&s))
+		goto out;
+	if (start_vmm(&s))
+		goto out;
+	if (wait_agent(&s))
+		goto out;
+	ret = set_state(&s, CUBE_SANDBOX_READY, 0);
+	if (!ret && s.pool) {
+		struct cube_pool_arg pa = { 0 };
+
+		snprintf(pa.name, sizeof(pa.name), "%s", s.pool);
+		if (ioctl(s.sbfd, CUBE_IOC_SANDBOX_POOL_ENTER, &pa))
+			ret = -errno;
+	} else if (!ret) {
+		ret = set_state(&s, CUBE_SANDBOX_RUNNING, 0);
+	}
+	if (ret) {
+		report(&s, -ret, "cannot make the sandbox %s: %s",
+		       s.pool ? "enter its pool" : "ready", strerror(-ret));
+		goto out;
+	}
+	{
+		char idstr[32];
+
+		snprintf(idstr, sizeof(idstr), "%llu", (unsigned long long)s.id);
+		report(&s, 0, "%s", idstr);
+	}
+	reason = supervise(&s, sfd, s.pool != NULL);
+out:
+	if (s.vmm > 0) {
+		s.kill_requested = true;
+		stop_vmm(&s);
+		if (s.vmm > 0)
+			waitpid(s.vmm, NULL, 0);
+	}
+	if (s.sbfd >= 0) {
+		set_state(&s, CUBE_SANDBOX_EXITED, reason);
+		close(s.sbfd);
+	}
+	remove_dir(&s);
+	return reason == CUBE_EXIT_SHUTDOWN || reason == CUBE_EXIT_KILLED ? 0 : 1;
+}
