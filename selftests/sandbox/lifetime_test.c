@@ -7,6 +7,7 @@
  * detached.
  */
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -212,6 +213,66 @@ TEST(owner_dies_with_netns_and_links)
 	EXPECT_EQ(sb_link_netns_ino(watch), 0u);
 	close(watch);
 	close(p[0]);
+	cnl_close(&nl);
+}
+
+/* A VMM whose sandbox holds a clone of snapshot *@arg, and nothing else does. */
+static void clone_vmm(void *arg, int wfd)
+{
+	struct cube_clone_create cc = { .snapshot_id = *(uint64_t *)arg };
+	int dev = sb_open_dev(), fd, clone;
+	uint64_t id = 0;
+
+	fd = sb_create(dev, &id);
+	clone = ioctl(dev, CUBE_IOC_CLONE_CREATE, &cc);
+	if (fd < 0 || clone < 0 ||
+	    sb_fd_ioctl(fd, CUBE_IOC_SANDBOX_SET_CLONE, clone))
+		id = 0;
+	close(clone);
+	if (write(wfd, &id, sizeof(id)) != sizeof(id))
+		_exit(1);
+	pause();
+}
+
+TEST(owner_dies_with_clone)
+{
+	struct cube_snapshot_create sc = { .source = CUBE_SNAPSHOT_SRC_MEMFD };
+	struct cube_snapshot_id del = { 0 };
+	struct cnl_stats s;
+	struct cnl nl;
+	uint64_t id;
+	int dev, memfd, rfd;
+	pid_t pid;
+
+	ASSERT_EQ(cnl_open(&nl), 0);
+	dev = sb_open_dev();
+	ASSERT_GE(dev, 0);
+	memfd = memfd_create("cube-life", MFD_CLOEXEC);
+	ASSERT_GE(memfd, 0);
+	ASSERT_OK(ftruncate(memfd, 8 * 4096));
+	ASSERT_EQ(pwrite(memfd, "x", 1, 0), 1);
+	sc.fd = memfd;
+	sc.length = 8 * 4096;
+	ASSERT_OK(ioctl(dev, CUBE_IOC_SNAPSHOT_CREATE, &sc));
+	close(memfd);
+
+	pid = spawn(clone_vmm, &sc.id, &rfd);
+	ASSERT_GT(pid, 0);
+	ASSERT_OK(read_full(rfd, &id, sizeof(id)));
+	ASSERT_NE(id, 0ull);
+	ASSERT_EQ(cnl_stats(&nl, &s), 0);
+	EXPECT_EQ(s.v[CUBE_STATS_A_CLONES], 1ull);
+	ASSERT_OK(kill_and_reap(pid));
+	expect_no_sandboxes(&nl);
+	ASSERT_EQ(cnl_stats(&nl, &s), 0);
+	EXPECT_EQ(s.v[CUBE_STATS_A_CLONES], 0ull);
+	del.id = sc.id;
+	ASSERT_OK(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del));
+	ASSERT_EQ(cnl_stats(&nl, &s), 0);
+	EXPECT_EQ(s.v[CUBE_STATS_A_SNAPSHOTS], 0ull);
+	EXPECT_EQ(s.v[CUBE_STATS_A_SHARED_PAGES], 0ull);
+	close(rfd);
+	close(dev);
 	cnl_close(&nl);
 }
 

@@ -461,6 +461,99 @@ TEST_F(sb, bpf_links)
 	close(ns);
 }
 
+/* A clone of a 16-page snapshot of a memfd; the snapshot id in *@snap. */
+static int make_clone(int dev, uint64_t *snap)
+{
+	struct cube_snapshot_create sc = { .source = CUBE_SNAPSHOT_SRC_MEMFD };
+	struct cube_clone_create cc = { 0 };
+	int memfd = memfd_create("cube-snap", MFD_CLOEXEC), fd;
+
+	if (memfd < 0 || ftruncate(memfd, 16 * 4096) ||
+	    pwrite(memfd, "data", 4, 4096) != 4)
+		return -1;
+	sc.fd = memfd;
+	sc.length = 16 * 4096;
+	if (ioctl(dev, CUBE_IOC_SNAPSHOT_CREATE, &sc)) {
+		close(memfd);
+		return -1;
+	}
+	close(memfd);
+	*snap = sc.id;
+	cc.snapshot_id = sc.id;
+	fd = ioctl(dev, CUBE_IOC_CLONE_CREATE, &cc);
+	return fd;
+}
+
+TEST_F(sb, clone)
+{
+	struct cube_snapshot_id del = { 0 };
+	struct cube_clone_counters cnt;
+	struct cube_sandbox_info info;
+	struct cnl_sandbox s;
+	struct cnl_stats st;
+	uint64_t snap = 0;
+	volatile char *p;
+	int clone, clone2;
+
+	clone = make_clone(self->dev, &snap);
+	ASSERT_GE(clone, 0);
+	p = mmap(NULL, 16 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, clone,
+		 0);
+	ASSERT_NE((void *)p, MAP_FAILED);
+	EXPECT_EQ(p[4096], 'd');	/* one shared page */
+	p[0] = 1;			/* one private page */
+	p[8192] = 1;			/* and another */
+	ASSERT_OK(ioctl(clone, CUBE_IOC_CLONE_COUNTERS, &cnt));
+	ASSERT_GT(cnt.private_pages, 0ull);
+
+	ASSERT_OK(sb_fd_ioctl(self->fd, CUBE_IOC_SANDBOX_SET_CLONE, clone));
+	ASSERT_OK(sb_info(self->fd, &info));
+	EXPECT_EQ(info.flags, (uint32_t)CUBE_SANDBOX_F_CLONE);
+	EXPECT_EQ(info.private_pages, cnt.private_pages);
+	EXPECT_EQ(info.shared_pages, cnt.shared_pages);
+	ASSERT_EQ(cnl_sandbox_get(&self->nl, self->id, &s), 0);
+	EXPECT_EQ(s.private_pages, cnt.private_pages);
+	EXPECT_EQ(s.shared_pages, cnt.shared_pages);
+
+	clone2 = ioctl(self->dev, CUBE_IOC_CLONE_CREATE,
+		       &(struct cube_clone_create){ .snapshot_id = snap });
+	ASSERT_GE(clone2, 0);
+	EXPECT_ERRNO(sb_fd_ioctl(self->fd, CUBE_IOC_SANDBOX_SET_CLONE, clone2),
+		     EBUSY);
+	close(clone2);
+
+	/* the sandbox holds the clone after the VMM let go of it */
+	munmap((void *)p, 16 * 4096);
+	close(clone);
+	ASSERT_EQ(cnl_stats(&self->nl, &st), 0);
+	EXPECT_EQ(st.v[CUBE_STATS_A_CLONES], 1ull);
+	ASSERT_OK(sb_info(self->fd, &info));
+	EXPECT_EQ(info.private_pages, cnt.private_pages);
+	close(self->fd);
+	self->fd = sb_create(self->dev, &self->id);
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(cnl_stats(&self->nl, &st), 0);
+	EXPECT_EQ(st.v[CUBE_STATS_A_CLONES], 0ull);
+	EXPECT_EQ(st.v[CUBE_STATS_A_PRIVATE_PAGES], 0ull);
+	del.id = snap;
+	ASSERT_OK(ioctl(self->dev, CUBE_IOC_SNAPSHOT_DELETE, &del));
+}
+
+TEST_F(sb, clone_not_creating)
+{
+	struct cube_snapshot_id del = { 0 };
+	uint64_t snap = 0;
+	int clone = make_clone(self->dev, &snap);
+
+	ASSERT_GE(clone, 0);
+	ASSERT_OK(sb_set_state(self->fd, CUBE_SANDBOX_READY, 0));
+	EXPECT_ERRNO(sb_fd_ioctl(self->fd, CUBE_IOC_SANDBOX_SET_CLONE, clone),
+		     EBUSY);
+	close(clone);
+	del.id = snap;
+	ASSERT_OK(ioctl(self->dev, CUBE_IOC_SNAPSHOT_DELETE, &del));
+}
+
 TEST_F(sb, kill_request_poll)
 {
 	struct cube_sandbox_info info;
