@@ -26,7 +26,7 @@ RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
 KDIR ?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
 export KDIR
 
-USER_DIRS := lib cubectl guest vmm selftests
+USER_DIRS := lib cubectl guest vmm selftests bench
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
 	demo vmtest-harness clean help

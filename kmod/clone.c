@@ -62,6 +62,7 @@ struct cube_clone {
 	atomic64_t faults;
 	atomic64_t cow_faults;
 	atomic64_t prefaulted;
+	atomic64_t around;
 	atomic64_t resets;
 };
 
@@ -177,10 +178,11 @@ static void cube_clone_touch(struct cube_clone *clone, pgoff_t index)
 
 /*
  * What @index resolves to now, referenced and locked: the clone's private
- * page, else the snapshot's page (or the page of zeros).
+ * page, else the snapshot's page (or the page of zeros).  @touch: a real
+ * access, which a recording clone adds to the working set.
  */
 static struct page *cube_clone_get_page(struct cube_clone *clone,
-					pgoff_t index)
+					pgoff_t index, bool touch)
 {
 	struct page *page;
 	void *old;
@@ -198,7 +200,8 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 			return ERR_PTR(xa_err(old));
 		if (!old) {
 			atomic64_inc(&clone->shared_pages);
-			cube_clone_touch(clone, index);
+			if (touch)
+				cube_clone_touch(clone, index);
 		} else if (old != CUBE_CLONE_SEEN) {
 			continue;	/* a private page appeared */
 		}
@@ -275,9 +278,10 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 	}
 }
 
-/* Map what the snapshot holds for this VMA (its working set if recorded). */
+/* Map @index into @vma ahead of any access; count it in @counter. */
 static void cube_clone_prefault_one(struct cube_clone *clone,
-				    struct vm_area_struct *vma, pgoff_t index)
+				    struct vm_area_struct *vma, pgoff_t index,
+				    atomic64_t *counter)
 {
 	unsigned long addr;
 	struct page *page;
@@ -285,15 +289,16 @@ static void cube_clone_prefault_one(struct cube_clone *clone,
 	if (index < vma->vm_pgoff || index - vma->vm_pgoff >= vma_pages(vma))
 		return;
 	addr = vma->vm_start + ((index - vma->vm_pgoff) << PAGE_SHIFT);
-	page = cube_clone_get_page(clone, index);
+	page = cube_clone_get_page(clone, index, false);
 	if (IS_ERR(page))
 		return;
 	if (!vm_insert_page(vma, addr, page))
-		atomic64_inc(&clone->prefaulted);
+		atomic64_inc(counter);
 	unlock_page(page);
 	put_page(page);
 }
 
+/* Map what the snapshot holds for this VMA (its working set if recorded). */
 static void cube_clone_prefault(struct cube_clone *clone,
 				struct vm_area_struct *vma)
 {
@@ -304,12 +309,43 @@ static void cube_clone_prefault(struct cube_clone *clone,
 
 	if (atomic_long_read(&snap->ws_pages)) {
 		xa_for_each_range(&snap->ws, index, entry, first, last)
-			cube_clone_prefault_one(clone, vma, index);
+			cube_clone_prefault_one(clone, vma, index,
+						&clone->prefaulted);
 		return;
 	}
 	for (; snap; snap = snap->parent)
 		xa_for_each_range(&snap->pages, index, entry, first, last)
-			cube_clone_prefault_one(clone, vma, index);
+			cube_clone_prefault_one(clone, vma, index,
+						&clone->prefaulted);
+}
+
+/*
+ * Fault-around: a read fault also maps the neighbours of the faulting
+ * page that hold data (a snapshot page or a private page), as the page
+ * cache does for files.  Holes are left to fault on their own.  Not for
+ * recording clones: their faults are the working set.
+ */
+#define CUBE_FAULT_AROUND	16
+
+static void cube_clone_fault_around(struct cube_clone *clone,
+				    struct vm_area_struct *vma, pgoff_t index)
+{
+	pgoff_t first = max_t(pgoff_t, round_down(index, CUBE_FAULT_AROUND),
+			      vma->vm_pgoff);
+	pgoff_t end = min_t(pgoff_t, first + CUBE_FAULT_AROUND,
+			    vma->vm_pgoff + vma_pages(vma));
+	pgoff_t i;
+
+	for (i = first; i < end; i++) {
+		void *entry;
+
+		if (i == index)
+			continue;
+		entry = xa_load(&clone->pages, i);
+		if ((entry && !xa_is_value(entry)) ||
+		    cube_snapshot_page(clone->snap, i))
+			cube_clone_prefault_one(clone, vma, i, &clone->around);
+	}
 }
 
 static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
@@ -330,10 +366,13 @@ static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
 	    cmpxchg(&vma->vm_private_data, clone, NULL) == clone)
 		cube_clone_prefault(clone, vma);
 
-	if (vmf->flags & FAULT_FLAG_WRITE)
+	if (vmf->flags & FAULT_FLAG_WRITE) {
 		page = cube_clone_get_private(clone, vmf->pgoff);
-	else
-		page = cube_clone_get_page(clone, vmf->pgoff);
+	} else {
+		if (!(clone->flags & CUBE_CLONE_F_RECORD))
+			cube_clone_fault_around(clone, vma, vmf->pgoff);
+		page = cube_clone_get_page(clone, vmf->pgoff, true);
+	}
 	if (IS_ERR(page))
 		return vmf_error(PTR_ERR(page));
 	vmf->page = page;
@@ -429,6 +468,7 @@ static long cube_clone_counters_ioctl(struct cube_clone *clone,
 		.faults = atomic64_read(&clone->faults),
 		.cow_faults = atomic64_read(&clone->cow_faults),
 		.prefaulted = atomic64_read(&clone->prefaulted),
+		.around = atomic64_read(&clone->around),
 		.resets = atomic64_read(&clone->resets),
 	};
 
