@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * http_test: e2b_dispatch() end to end against a recording test backend:
+ * authentication, routing, status codes and error bodies the SDK expects,
+ * Connect envelopes on streams, and that refused requests never reach
+ * the backend.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "connect_frame.h"
+#include "e2b_http.h"
+#include "e2b_json.h"
+#include "cube_test.h"
+
+/* --- a backend that knows one sandbox, "7", and records calls --- */
+
+static int calls, creates, kills, timeouts;
+static unsigned int last_timeout;
+
+static int t_get(void *be, const char *id, struct e2b_sandbox *out)
+{
+	calls++;
+	if (strcmp(id, "7"))
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	strcpy(out->id, "7");
+	strcpy(out->template_id, "base");
+	strcpy(out->envd_token, "tok7");
+	out->end_at = 100;
+	return 0;
+}
+
+static int t_create(void *be, const struct e2b_new_sandbox *req,
+		    struct e2b_sandbox *out, char *msg)
+{
+	calls++;
+	creates++;
+	if (strcmp(req->template_id, "base"))
+		return -ENOENT;
+	return t_get(be, "7", out);
+}
+
+static int t_list(void *be, struct e2b_sandbox **out, size_t *n)
+{
+	calls++;
+	*out = calloc(1, sizeof(**out));
+	*n = 1;
+	return t_get(be, "7", *out);
+}
+
+static int t_kill(void *be, const char *id)
+{
+	calls++;
+	kills++;
+	return strcmp(id, "7") ? -ENOENT : 0;
+}
+
+static int t_set_timeout(void *be, const char *id, unsigned int secs)
+{
+	calls++;
+	timeouts++;
+	last_timeout = secs;
+	return strcmp(id, "7") ? -ENOENT : 0;
+}
+
+struct e2b_proc {
+	int step;
+};
+
+static int t_proc_start(void *be, const char *id, const struct e2b_start *req,
+			struct e2b_proc **out, char *msg)
+{
+	calls++;
+	if (strcmp(req->proc.cmd, "/bin/bash"))
+		return -ENOENT;
+	*out = calloc(1, sizeof(**out));
+	return 0;
+}
+
+static int t_proc_next(struct e2b_proc *p, struct e2b_event *ev, int ms)
+{
+	memset(ev, 0, sizeof(*ev));
+	switch (p->step++) {
+	case 0:
+		ev->type = E2B_EV_START;
+		ev->pid = 42;
+		return 0;
+	case 1:
+		ev->type = E2B_EV_STDOUT;
+		ev->data = "hi\n";
+		ev->len = 3;
+		return 0;
+	case 2:
+		return -ETIMEDOUT;
+	case 3:
+		ev->type = E2B_EV_END;
+		ev->exit_code = 1;
+		return 0;
+	default:
+		return -EPIPE;
+	}
+}
+
+static void t_proc_close(struct e2b_proc *p)
+{
+	free(p);
+}
+
+static int t_signal(void *be, const char *id, const struct e2b_selector *sel,
+		    int sig)
+{
+	calls++;
+	return sel->pid == 42 ? 0 : -ENOENT;
+}
+
+static int t_nosys(void)
+{
+	return -EOPNOTSUPP;
+}
+
+static const struct e2b_backend_ops ops = {
+	.create = t_create,
+	.list = t_list,
+	.get = t_get,
+	.kill = t_kill,
+	.set_timeout = t_set_timeout,
+	.proc_start = t_proc_start,
+	.proc_next = t_proc_next,
+	.proc_close = t_proc_close,
+	.proc_signal = t_signal,
+	.proc_connect = (void *)t_nosys,
+	.proc_list = (void *)t_nosys,
+	.proc_input = (void *)t_nosys,
+	.proc_close_stdin = (void *)t_nosys,
+	.fs_stat = (void *)t_nosys,
+	.fs_list = (void *)t_nosys,
+	.fs_mkdir = (void *)t_nosys,
+	.fs_move = (void *)t_nosys,
+	.fs_remove = (void *)t_nosys,
+	.file_read = (void *)t_nosys,
+	.file_write = (void *)t_nosys,
+};
+
+/* --- requests --- */
+
+struct hdrs {
+	const char *k[8], *v[8];
+	int n;
+};
+
+static const char *lookup(void *ctx, const char *name)
+{
+	struct hdrs *h = ctx;
+	int i;
+
+	for (i = 0; i < h->n; i++)
+		if (!strcasecmp(h->k[i], name))
+			return h->v[i];
+	return NULL;
+}
+
+static const char *no_query(void *ctx, const char *name)
+{
+	return NULL;
+}
+
+static struct e2b_keys keys;
+static struct e2b_api api;
+
+static void setup(void)
+{
+	if (!keys.n)
+		ASSERT_EQ(e2b_keys_add(&keys, "e2b_key"), 0);
+	api.keys = &keys;
+	api.backend.ops = &ops;
+	calls = creates = kills = timeouts = 0;
+}
+
+static unsigned int do_req(enum e2b_plane plane, const char *method,
+			   const char *path, struct hdrs *h, const char *body,
+			   size_t len, struct e2b_response *resp)
+{
+	struct e2b_request req = {
+		.plane = plane, .method = method, .path = path,
+		.header = lookup, .query = no_query, .ctx = h,
+		.body = body, .body_len = len,
+	};
+
+	e2b_dispatch(&api, &req, resp);
+	return resp->status;
+}
+
+static struct hdrs keyed = { { "X-API-Key" }, { "e2b_key" }, 1 };
+
+static int code_of(const struct e2b_response *r)
+{
+	struct json_object *o = e2b_json_parse(r->body, r->len, NULL), *c;
+	int code = -1;
+
+	if (o && json_object_object_get_ex(o, "code", &c))
+		code = json_object_get_int(c);
+	json_object_put(o);
+	return code;
+}
+
+TEST(api_key_required)
+{
+	struct hdrs none = { { 0 }, { 0 }, 0 };
+	struct hdrs wrong = { { "X-API-Key" }, { "e2b_kez" }, 1 };
+	struct hdrs bearer = { { "Authorization" }, { "Bearer e2b_key" }, 1 };
+	struct e2b_response r;
+
+	setup();
+	ASSERT_EQ(do_req(E2B_PLANE_API, "GET", "/v2/sandboxes", &none, NULL, 0, &r), 401);
+	ASSERT_EQ(code_of(&r), 401);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "DELETE", "/sandboxes/7", &wrong, NULL, 0, &r), 401);
+	e2b_response_free(&r);
+	ASSERT_EQ(calls, 0);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "GET", "/v2/sandboxes", &bearer, NULL, 0, &r), 200);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "GET", "/v2/sandboxes", &keyed, NULL, 0, &r), 200);
+	ASSERT_TRUE(strstr(r.body, "\"sandboxID\":\"7\"") != NULL);
+	/* a listing never leaks envd tokens */
+	ASSERT_TRUE(strstr(r.body, "tok7") == NULL);
+	e2b_response_free(&r);
+	/* health needs no key */
+	ASSERT_EQ(do_req(E2B_PLANE_API, "GET", "/health", &none, NULL, 0, &r), 200);
+	e2b_response_free(&r);
+}
+
+TEST(routing_errors)
+{
+	struct e2b_response r;
+
+	setup();
+	ASSERT_EQ(do_req(E2B_PLANE_API, "GET", "/nope", &keyed, NULL, 0, &r), 404);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "PATCH", "/sandboxes/7", &keyed, NULL, 0, &r), 405);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "GET", "/sandboxes/a.b", &keyed, NULL, 0, &r), 404);
+	ASSERT_EQ(code_of(&r), 404);
+	e2b_response_free(&r);
+	ASSERT_EQ(calls, 0);
+}
+
+TEST(create)
+{
+	static const char good[] = "{\"templateID\":\"base\",\"timeout\":60}";
+	static const char unknown[] = "{\"templateID\":\"other\"}";
+	struct e2b_response r;
+
+	setup();
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed, "{", 1, &r), 400);
+	ASSERT_EQ(code_of(&r), 400);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed,
+			 "{\"templateID\":\"base\",\"timeout\":-1}", 34, &r), 400);
+	e2b_response_free(&r);
+	ASSERT_EQ(creates, 0);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed,
+			 unknown, strlen(unknown), &r), 404);
+	ASSERT_TRUE(strstr(r.body, "other") != NULL);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed,
+			 good, strlen(good), &r), 201);
+	ASSERT_STREQ(r.content_type, E2B_CT_JSON);
+	ASSERT_TRUE(strstr(r.body, "\"envdAccessToken\":\"tok7\"") != NULL);
+	ASSERT_TRUE(strstr(r.body, "\"envdVersion\"") != NULL);
+	e2b_response_free(&r);
+}
+
+TEST(oversized_body_changes_nothing)
+{
+	struct e2b_request req = {
+		.plane = E2B_PLANE_API, .method = "POST", .path = "/v2/sandboxes",
+		.header = lookup, .query = no_query, .ctx = &keyed,
+		.body_too_large = true,
+	};
+	struct e2b_response r;
+
+	setup();
+	e2b_dispatch(&api, &req, &r);
+	ASSERT_EQ(r.status, 413);
+	e2b_response_free(&r);
+	ASSERT_EQ(creates, 0);
+}
+
+TEST(kill_and_timeout)
+{
+	struct e2b_response r;
+
+	setup();
+	ASSERT_EQ(do_req(E2B_PLANE_API, "DELETE", "/sandboxes/8", &keyed, NULL, 0, &r), 404);
+	ASSERT_EQ(code_of(&r), 404);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "DELETE", "/sandboxes/7", &keyed, NULL, 0, &r), 204);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/timeout", &keyed, NULL, 0, &r), 400);
+	e2b_response_free(&r);
+	ASSERT_EQ(timeouts, 0);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/timeout", &keyed,
+			 "{\"timeout\":30}", 14, &r), 204);
+	e2b_response_free(&r);
+	ASSERT_EQ(last_timeout, 30);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "GET", "/sandboxes/7", &keyed, NULL, 0, &r), 200);
+	ASSERT_TRUE(strstr(r.body, "\"state\":\"running\"") != NULL);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/pause", &keyed, NULL, 0, &r), 501);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/8/pause", &keyed, NULL, 0, &r), 404);
+	e2b_response_free(&r);
+}
+
+TEST(envd_routing_and_tokens)
+{
+	struct hdrs none = { { 0 }, { 0 }, 0 };
+	struct hdrs unknown = { { "E2b-Sandbox-Id", "X-Access-Token" }, { "8", "tok7" }, 2 };
+	struct hdrs badtok = { { "E2b-Sandbox-Id", "X-Access-Token" }, { "7", "tok8" }, 2 };
+	struct hdrs notok = { { "E2b-Sandbox-Id" }, { "7" }, 1 };
+	struct hdrs ok = { { "E2b-Sandbox-Id", "X-Access-Token" }, { "7", "tok7" }, 2 };
+	struct hdrs baduser = { { "E2b-Sandbox-Id", "X-Access-Token", "Authorization" },
+				{ "7", "tok7", "Basic Li4veDo=" }, 3 };
+	static const char sig[] = "{\"process\":{\"pid\":42},\"signal\":\"SIGNAL_SIGKILL\"}";
+	struct e2b_response r;
+
+	setup();
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &none, NULL, 0, &r), 400);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &unknown, NULL, 0, &r), 502);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &badtok, NULL, 0, &r), 401);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &notok, NULL, 0, &r), 401);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &baduser, NULL, 0, &r), 401);
+	e2b_response_free(&r);
+	/* a unary RPC answers with Connect error bodies */
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/SendSignal",
+			 &badtok, sig, strlen(sig), &r), 401);
+	ASSERT_TRUE(strstr(r.body, "\"unauthenticated\"") != NULL);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/SendSignal",
+			 &unknown, sig, strlen(sig), &r), 503);
+	ASSERT_TRUE(strstr(r.body, "\"unavailable\"") != NULL);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/SendSignal",
+			 &ok, "{}", 2, &r), 400);
+	ASSERT_TRUE(strstr(r.body, "\"invalid_argument\"") != NULL);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/SendSignal",
+			 &ok, sig, strlen(sig), &r), 200);
+	ASSERT_STREQ(r.body, "{}");
+	e2b_response_free(&r);
+	/* /files without a path */
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &ok, NULL, 0, &r), 400);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/health", &ok, NULL, 0, &r), 204);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/filesystem.Filesystem/WatchDir",
+			 &ok, NULL, 0, &r), 200);
+	e2b_response_free(&r);
+}
+
+/* Read a whole stream; return the frames' flags and payloads joined. */
+static char *drain(struct e2b_response *r, int *nframes, uint8_t *last_flags)
+{
+	static char out[4096];
+	uint8_t buf[256], *msg, flags;
+	struct cf_decoder d;
+	size_t used, len, off = 0;
+	ssize_t n;
+
+	*nframes = 0;
+	out[0] = '\0';
+	cf_decoder_init(&d, 0);
+	if (r->stream) {
+		while ((n = r->stream->read(r->stream, buf, 7)) > 0) {
+			size_t p = 0;
+
+			while (p < (size_t)n) {
+				int ret = cf_decode(&d, buf + p, n - p, &used);
+
+				p += used;
+				if (ret == 1) {
+					msg = cf_take(&d, &flags, &len);
+					off += snprintf(out + off, sizeof(out) - off,
+							"%s|", (char *)msg);
+					*last_flags = flags;
+					(*nframes)++;
+					free(msg);
+				}
+			}
+		}
+	} else {
+		cf_decode(&d, r->body, r->len, &used);
+		msg = cf_take(&d, &flags, &len);
+		if (msg) {
+			snprintf(out, sizeof(out), "%s|", (char *)msg);
+			*last_flags = flags;
+			*nframes = 1;
+			free(msg);
+		}
+	}
+	cf_decoder_free(&d);
+	return out;
+}
+
+TEST(process_stream)
+{
+	struct hdrs ok = { { "E2b-Sandbox-Id", "X-Access-Token" }, { "7", "tok7" }, 2 };
+	static const char start[] = "{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-l\",\"-c\",\"echo hi\"]}}";
+	uint8_t env[256], flags = 0;
+	struct e2b_response r;
+	size_t len = strlen(start);
+	char *s;
+	int n;
+
+	setup();
+	cf_put_header(env, 0, len);
+	memcpy(env + CF_HDR_LEN, start, len);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/Start", &ok,
+			 (char *)env, CF_HDR_LEN + len, &r), 200);
+	ASSERT_STREQ(r.content_type, E2B_CT_CONNECT_JSON);
+	s = drain(&r, &n, &flags);
+	e2b_response_free(&r);
+	ASSERT_EQ(n, 5);
+	ASSERT_STREQ(s, "{\"event\":{\"start\":{\"pid\":42}}}|"
+		     "{\"event\":{\"data\":{\"stdout\":\"aGkK\"}}}|"
+		     "{\"event\":{\"keepalive\":{}}}|"
+		     "{\"event\":{\"end\":{\"exitCode\":1,\"exited\":true,\"status\":\"exit status 1\"}}}|"
+		     "{}|");
+	ASSERT_EQ(flags, CF_FLAG_END_STREAM);
+}
+
+TEST(process_stream_errors)
+{
+	struct hdrs ok = { { "E2b-Sandbox-Id", "X-Access-Token" }, { "7", "tok7" }, 2 };
+	struct hdrs badtok = { { "E2b-Sandbox-Id", "X-Access-Token" }, { "7", "x" }, 2 };
+	static const char start[] = "{\"process\":{\"cmd\":\"/bin/nope\"}}";
+	uint8_t env[256], flags = 0;
+	struct e2b_response r;
+	size_t len = strlen(start);
+	char *s;
+	int n;
+
+	setup();
+	/* not enveloped */
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/Start", &ok,
+			 start, len, &r), 200);
+	s = drain(&r, &n, &flags);
+	e2b_response_free(&r);
+	ASSERT_EQ(n, 1);
+	ASSERT_EQ(flags, CF_FLAG_END_STREAM);
+	ASSERT_TRUE(strstr(s, "invalid_argument") != NULL);
+	/* a truncated envelope */
+	cf_put_header(env, 0, len + 10);
+	memcpy(env + CF_HDR_LEN, start, len);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/Start", &ok,
+			 (char *)env, CF_HDR_LEN + len, &r), 200);
+	s = drain(&r, &n, &flags);
+	e2b_response_free(&r);
+	ASSERT_TRUE(strstr(s, "invalid_argument") != NULL);
+	/* the backend refuses: not_found in the end message */
+	cf_put_header(env, 0, len);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/Start", &ok,
+			 (char *)env, CF_HDR_LEN + len, &r), 200);
+	s = drain(&r, &n, &flags);
+	e2b_response_free(&r);
+	ASSERT_TRUE(strstr(s, "not_found") != NULL);
+	/* a bad token */
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/Start", &badtok,
+			 (char *)env, CF_HDR_LEN + len, &r), 200);
+	s = drain(&r, &n, &flags);
+	e2b_response_free(&r);
+	ASSERT_TRUE(strstr(s, "unauthenticated") != NULL);
+}
+
+TEST_MAIN()
