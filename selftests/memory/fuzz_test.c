@@ -5,7 +5,7 @@
  * Random command numbers of the 0x30-0x4f range (random direction and size
  * bits too) with random argument bytes, seeded with valid ids, fds and
  * addresses now and then, on /dev/cube and on clone fds; random mmap,
- * touches and munmap of clone fds.  Afterwards every object it made is
+ * touches, madvise, mprotect and munmap of clone fds.  Afterwards every object it made is
  * deleted and the module's counters must be back where they were.
  *
  * CUBE_FUZZ_SECONDS (default 10) bounds the run, CUBE_FUZZ_SEED seeds it.
@@ -144,6 +144,29 @@ static void fuzz_touch(struct fuzz *f)
 		(void)*(volatile unsigned char *)(p + at);
 }
 
+static void fuzz_madvise(struct fuzz *f)
+{
+	static const int advice[] = {
+		MADV_DONTNEED, MADV_COLD, MADV_PAGEOUT, MADV_WILLNEED,
+		MADV_POPULATE_READ, MADV_POPULATE_WRITE, MADV_REMOVE,
+		MADV_DONTFORK, MADV_DOFORK, MADV_MERGEABLE, MADV_HUGEPAGE,
+	};
+	int i = rnd() % MAX_MAPS;
+	size_t pages, first, n;
+
+	if (!f->maps[i].p)
+		return;
+	pages = f->maps[i].len / PAGE;
+	first = rnd() % pages;
+	n = 1 + rnd() % (pages - first);
+	if (rnd() % 4 == 0)
+		mprotect(f->maps[i].p + first * PAGE, n * PAGE,
+			 rnd() % 2 ? PROT_READ : PROT_READ | PROT_WRITE);
+	else
+		madvise(f->maps[i].p + first * PAGE, n * PAGE,
+			advice[rnd() % (sizeof(advice) / sizeof(advice[0]))]);
+}
+
 static void snapshot_seed(struct fuzz *f)
 {
 	size_t i;
@@ -193,9 +216,12 @@ TEST(fuzz_ioctls_and_mappings)
 	end = time(NULL) + seconds;
 	while (time(NULL) < end) {
 		for (i = 0; i < 64; i++) {
-			switch (rnd() % 8) {
+			switch (rnd() % 9) {
 			case 0:
 				fuzz_map(&f);
+				break;
+			case 8:
+				fuzz_madvise(&f);
 				break;
 			case 1:
 			case 2:

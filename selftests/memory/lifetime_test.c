@@ -5,9 +5,11 @@
  * A process killed with clones mapped and private pages, one killed in the
  * middle of taking a large snapshot, one killed while forking a clone: the
  * module's counters come back to where they were.  Snapshots outlive
- * their creator until deleted.
+ * their creator until deleted, and go when the module is unloaded; a clone
+ * keeps the module loaded.
  */
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "cube_test.h"
@@ -294,6 +296,70 @@ TEST_F(life, mapping_outlives_the_fd_and_fork)
 	ASSERT_OK(mem_snapshot_delete(self->dev, id));
 	munmap(m, 64 * PAGE);
 	expect_base(self->dev, &self->base);
+}
+
+static int module_refs(void)
+{
+	FILE *f = fopen("/sys/module/cube/refcnt", "r");
+	int n = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+/* Last: unloads and reloads cube.ko ($CUBE_KO). */
+TEST(unload_with_snapshots)
+{
+	const char *ko = getenv("CUBE_KO");
+	struct cube_mem_stats st;
+	uint64_t id, fork_id;
+	unsigned char *m;
+	int dev, c, fd, i;
+
+	if (!ko || access(ko, R_OK))
+		SKIP("no $CUBE_KO to reload the module from");
+	dev = mem_open_dev();
+	if (dev < 0)
+		SKIP("no /dev/cube: %s", strerror(errno));
+	id = small_snapshot(dev);
+	ASSERT_NE(id, 0);
+	c = mem_clone(dev, id, 0);
+	ASSERT_GE(c, 0);
+	m = mem_map(c, 64 * PAGE);
+	ASSERT_NE(m, MAP_FAILED);
+	m[0] = 0x77;
+	ASSERT_OK(mem_snapshot_clone(dev, c, &fork_id));
+	close(dev);
+	if (module_refs() != 1)
+		SKIP("cube.ko is in use by others (%d references)",
+		     module_refs());
+	/* the clone (its mapping) pins the module */
+	ASSERT_ERRNO(syscall(SYS_delete_module, "cube", O_NONBLOCK),
+		     EWOULDBLOCK);
+	close(c);
+	ASSERT_EQ(module_refs(), 1);	/* the mapping */
+	munmap(m, 64 * PAGE);
+	ASSERT_EQ(module_refs(), 0);
+	ASSERT_OK(syscall(SYS_delete_module, "cube", O_NONBLOCK));
+	EXPECT_NE(access("/dev/" CUBE_DEVICE_NAME, F_OK), 0);
+
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_OK(syscall(SYS_finit_module, fd, "", 0));
+	close(fd);
+	for (i = 0; i < 100 && (dev = mem_open_dev()) < 0; i++)
+		usleep(10000);
+	ASSERT_GE(dev, 0);
+	ASSERT_OK(mem_stats(dev, &st));
+	EXPECT_EQ(st.snapshots, 0u);
+	EXPECT_EQ(st.shared_pages, 0u);
+	EXPECT_EQ(st.clones, 0u);
+	EXPECT_EQ(st.private_pages, 0u);
+	close(dev);
 }
 
 TEST_MAIN()
