@@ -52,6 +52,8 @@ static int pool_set(int argc, char **argv)
 		low = size;	/* refill after every take */
 	if (!cube_name_valid(argv[optind]))
 		return cc_err(EX_USAGE, "invalid template name '%s'", argv[optind]);
+	if (size && cube_template_load(argv[optind], &t, err))
+		return cc_err(EX_NOTFOUND, "%s", err);
 	ret = cc_nl_open(&nl);
 	if (ret)
 		return ret;
@@ -68,10 +70,6 @@ static int pool_set(int argc, char **argv)
 		}
 		ret = cube_nl_pool_del(nl, argv[optind]);
 	} else if (ret == -ENOENT) {
-		if (cube_template_load(argv[optind], &t, err)) {
-			cube_nl_close(nl);
-			return cc_err(EX_NOTFOUND, "%s", err);
-		}
 		ret = cube_nl_pool_new(nl, argv[optind], argv[optind], size, low);
 	} else {
 		ret = cube_nl_pool_set(nl, argv[optind], size, low);
@@ -132,7 +130,7 @@ int cmd_pool(struct cctx *c, int argc, char **argv)
 		c->json = true;
 	if (i >= argc)
 		return cc_err(EX_USAGE, "usage: %s pool set|ls ...", cc_prog);
-	optind = 1;
+	optind = 0;	/* reinitialise getopt for the subcommand */
 	if (!strcmp(argv[i], "set"))
 		return pool_set(argc - i, argv + i);
 	if (!strcmp(argv[i], "ls")) {

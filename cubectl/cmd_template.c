@@ -107,6 +107,10 @@ static pid_t spawn_vmm(struct build *b)
 		argv[n++] = "--rootfs";
 		argv[n++] = b->t.rootfs;
 	}
+	if (b->t.append[0]) {
+		argv[n++] = "--append";
+		argv[n++] = b->t.append;
+	}
 	argv[n++] = "--mem";
 	argv[n++] = mem;
 	argv[n++] = "--vcpus";
@@ -139,8 +143,7 @@ static int wait_agent(struct build *b, struct cube_agent **out)
 	while (time(NULL) < end) {
 		if (waitpid(b->vmm, &st, WNOHANG) == b->vmm) {
 			b->vmm = 0;
-			return cc_err(EX_FAIL, "cube-vmm exited while booting (console: %s)",
-				      b->console);
+			return cc_err(EX_FAIL, "cube-vmm exited while booting");
 		}
 		if (!cube_agent_connect_vsock(b->vsock, 0, &a)) {
 			cube_agent_set_timeout(a, 5000);
@@ -152,8 +155,26 @@ static int wait_agent(struct build *b, struct cube_agent **out)
 		}
 		usleep(200 * 1000);
 	}
-	return cc_err(EX_TIMEOUT, "the guest agent did not answer within %u s (console: %s)",
-		      b->boot_timeout, b->console);
+	return cc_err(EX_TIMEOUT, "the guest agent did not answer within %u s",
+		      b->boot_timeout);
+}
+
+/* the guest console's last lines, to tell why a build failed */
+static void show_tail(const char *path)
+{
+	char lines[20][256];
+	int n = 0, i;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return;
+	while (fgets(lines[n % 20], sizeof(lines[0]), f))
+		n++;
+	fclose(f);
+	if (n)
+		fprintf(stderr, "%s: the guest console ended with:\n", cc_prog);
+	for (i = n > 20 ? n - 20 : 0; i < n; i++)
+		fprintf(stderr, "  %s", lines[i % 20]);
 }
 
 static void cleanup_build(struct build *b, bool failed)
@@ -168,10 +189,11 @@ static void cleanup_build(struct build *b, bool failed)
 	/* template.conf is written first, so this removes it all */
 	if (failed)
 		cube_template_remove(b->t.name);
+	if (failed)
+		show_tail(b->console);
 	unlink(b->vsock);
 	unlink(b->control);
-	if (!failed)
-		unlink(b->console);
+	unlink(b->console);
 	rmdir(b->dir);
 }
 
@@ -181,6 +203,7 @@ static int template_build(int argc, char **argv)
 		{ "kernel", required_argument, NULL, 'k' },
 		{ "initrd", required_argument, NULL, 'i' },
 		{ "rootfs", required_argument, NULL, 'r' },
+		{ "append", required_argument, NULL, 'a' },
 		{ "vcpus", required_argument, NULL, 'c' },
 		{ "memory", required_argument, NULL, 'm' },
 		{ "run", required_argument, NULL, 'R' },
@@ -207,6 +230,11 @@ static int template_build(int argc, char **argv)
 		case 'r':
 			rootfs = optarg;
 			break;
+		case 'a':
+			if (strlen(optarg) >= sizeof(b.t.append))
+				return cc_err(EX_USAGE, "--append is too long");
+			snprintf(b.t.append, sizeof(b.t.append), "%s", optarg);
+			break;
 		case 'c':
 			if (cc_parse_uint("--vcpus", optarg, 1, 16, &vcpus))
 				return EX_USAGE;
@@ -228,7 +256,7 @@ static int template_build(int argc, char **argv)
 			runs[nrun++] = optarg;
 			break;
 		default:
-			return cc_err(EX_USAGE, "usage: %s template build NAME --kernel K [--initrd I] [--rootfs IMG] [--vcpus N] [--memory MIB] [--run CMD]...",
+			return cc_err(EX_USAGE, "usage: %s template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--vcpus N] [--memory MIB] [--run CMD]...",
 				      cc_prog);
 		}
 	}
@@ -396,7 +424,7 @@ int cmd_template(struct cctx *c, int argc, char **argv)
 		c->json = true;
 	if (i >= argc)
 		return cc_err(EX_USAGE, "usage: %s template build|ls|rm ...", cc_prog);
-	optind = 1;
+	optind = 0;	/* reinitialise getopt for the subcommand */
 	if (!strcmp(argv[i], "build"))
 		return template_build(argc - i, argv + i);
 	if (!strcmp(argv[i], "ls")) {

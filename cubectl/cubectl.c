@@ -198,7 +198,7 @@ static const struct {
 	{ "cp", cmd_cp, "cp ID:PATH LOCAL | LOCAL ID:PATH  (LOCAL may be -)" },
 	{ "events", cmd_events, "events" },
 	{ "stats", cmd_stats, "stats [ID]" },
-	{ "template", cmd_template, "template build NAME --kernel K [--initrd I] [--rootfs IMG] [--run CMD]... | template ls | template rm NAME" },
+	{ "template", cmd_template, "template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--run CMD]... | template ls | template rm NAME" },
 	{ "pool", cmd_pool, "pool set TEMPLATE --size N [--low N] | pool ls" },
 };
 
@@ -248,7 +248,7 @@ int main(int argc, char **argv)
 			char **sub = argv + optind;
 			int subc = argc - optind;
 
-			optind = 1;	/* each command parses its own flags */
+			optind = 0;	/* reinitialise getopt (glibc): each command parses its own flags */
 			return cmds[i].fn(&c, subc, sub);
 		}
 	}

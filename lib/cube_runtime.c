@@ -211,6 +211,8 @@ int cube_template_load(const char *name, struct cube_template *t, char *err)
 			snprintf(t->initrd, sizeof(t->initrd), "%s", val);
 		else if (!strcmp(line, "rootfs"))
 			snprintf(t->rootfs, sizeof(t->rootfs), "%s", val);
+		else if (!strcmp(line, "append"))
+			snprintf(t->append, sizeof(t->append), "%s", val);
 		else if (!strcmp(line, "vcpus"))
 			ret = parse_uint(val, 16, &t->vcpus);
 		else if (!strcmp(line, "memory"))
@@ -246,6 +248,8 @@ int cube_template_save(const struct cube_template *t)
 		fprintf(f, "initrd=%s\n", t->initrd);
 	if (t->rootfs[0])
 		fprintf(f, "rootfs=%s\n", t->rootfs);
+	if (t->append[0])
+		fprintf(f, "append=%s\n", t->append);
 	fprintf(f, "vcpus=%u\nmemory=%u\n", t->vcpus, t->memory_mb);
 	if (fclose(f) || rename(tmp, path)) {
 		int ret = -errno;

@@ -49,6 +49,7 @@ struct cube_template {
 	char kernel[PATH_MAX];
 	char initrd[PATH_MAX];		/* "" when none */
 	char rootfs[PATH_MAX];		/* "" when none */
+	char append[512];		/* kernel command line additions */
 	unsigned int vcpus;
 	unsigned int memory_mb;
 	char dir[PATH_MAX];		/* the template's directory */
