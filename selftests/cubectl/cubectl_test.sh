@@ -1,0 +1,236 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# cubectl_test.sh: cubectl and cubed against real sandboxes.  Builds a
+# template from the guest images, creates sandboxes from it (directly and
+# from a pool cubed keeps filled), runs commands, copies files, watches
+# events, checks every error's exit code, and leaves no sandbox, pool,
+# template or file behind.  Needs cube.ko, /dev/kvm, the guest rootfs disk.
+cd "$(dirname "$0")" || exit 1
+. ./ktap.sh
+
+C=./cubectl
+export CUBE_STATE_DIR=/tmp/cubectl-test/state CUBE_RUN_DIR=/tmp/cubectl-test/run
+rm -rf /tmp/cubectl-test
+mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
+cubed_pid=
+
+cleanup() {
+	[ -n "$cubed_pid" ] && kill "$cubed_pid" 2>/dev/null && wait "$cubed_pid"
+	$C pool set t1 --size 0 >/dev/null 2>&1
+	for id in $($C --json ls 2>/dev/null | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
+		$C kill "$id" >/dev/null 2>&1
+	done
+	wait_gone_all 60
+	rm -rf /tmp/cubectl-test /tmp/cubectl-rootfs.ext4
+}
+
+# wait_until SECONDS CMD...: poll CMD until it succeeds
+wait_until() {
+	t=$1
+	shift
+	while [ "$t" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 1
+		t=$((t - 1))
+	done
+	return 1
+}
+
+sandbox_count() {
+	$C --json stats | sed -n 's/.*"sandboxes": *\([0-9]*\).*/\1/p'
+}
+
+no_sandbox() {
+	[ "$(sandbox_count)" = 0 ]
+}
+
+wait_gone_all() {
+	wait_until "$1" no_sandbox
+}
+
+gone() {
+	! $C inspect "$1" >/dev/null 2>&1
+}
+
+pool_ready() {
+	$C pool ls | awk -v want="$1" '$1 == "t1" && $3 >= want { f = 1 } END { exit !f }'
+}
+
+run() {
+	# usage and lookup errors, before anything exists
+	expect "unknown command exits 2" 2 $C nope
+	expect "bad --vcpus exits 2" 2 $C create --vcpus 99
+	expect "bad --memory exits 2" 2 $C create --memory 12x
+	expect "bad --timeout exits 2" 2 $C create --timeout 0
+	expect "bad --net exits 2" 2 $C create --net open
+	expect "bad --label exits 2" 2 $C create --label novalue
+	expect "bad sandbox id exits 2" 2 $C kill x1
+	expect "exec without a command exits 2" 2 $C exec 1 --
+	expect "unknown template exits 3" 3 $C create --template missing
+	expect "inspect of an unknown id exits 3" 3 $C inspect 999999
+	expect "kill of an unknown id exits 3" 3 $C kill 999999
+	expect "exec in an unknown id exits 125" 125 $C exec 999999 -- true
+	expect "pool set of an unknown template exits 3" 3 $C pool set missing --size 1
+	expect "ls with no sandbox" 0 $C ls
+	if [ "$($C --json ls | tr -d ' \n')" = "[]" ]; then
+		ok "ls --json is an empty array"
+	else
+		not_ok "ls --json is an empty array" "$($C --json ls)"
+	fi
+	expect "stats" 0 $C stats
+
+	rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
+	if [ -z "$rootfs" ] || [ ! -c /dev/kvm ]; then
+		not_ok "guest images and /dev/kvm are there" "rootfs '$rootfs', /dev/kvm"
+		return
+	fi
+	cp "$rootfs" /tmp/cubectl-rootfs.ext4
+	expect "template build" 0 $C template build t1 --kernel /boot/vmlinuz \
+		--initrd ./initramfs.cpio.gz --rootfs /tmp/cubectl-rootfs.ext4 \
+		--append cube.rootfstype=ext4 --run 'echo built > /root/marker'
+	if [ $got != 0 ]; then
+		sed 's/^/# /' /tmp/ktap.err | tail -n 20
+		return
+	fi
+	expect "template build of an existing name exits 7" 7 $C template build t1 \
+		--kernel /boot/vmlinuz
+	expect "a failing --run fails the build" 1 $C template build t2 \
+		--kernel /boot/vmlinuz --initrd ./initramfs.cpio.gz \
+		--rootfs /tmp/cubectl-rootfs.ext4 --append cube.rootfstype=ext4 \
+		--run 'exit 3'
+	if ! $C template ls | grep -q '^t2 ' && [ ! -e "$CUBE_STATE_DIR/templates/t2" ]; then
+		ok "a failed build leaves no template"
+	else
+		not_ok "a failed build leaves no template" "t2 is still there"
+	fi
+
+	id=$($C create --template t1 --label team=qa 2>/tmp/ktap.err)
+	case "$id" in
+	[1-9]*) ok "create prints the new id" ;;
+	*) not_ok "create prints the new id" "got '$id': $(cat /tmp/ktap.err)"; return ;;
+	esac
+	if $C ls | awk -v id="$id" '$1 == id && $2 == "running" && $3 == "t1" { f = 1 } END { exit !f }'; then
+		ok "ls shows it running"
+	else
+		not_ok "ls shows it running" "$($C ls)"
+	fi
+	if $C --json inspect "$id" | grep -q '"team": *"qa"'; then
+		ok "inspect --json shows its label"
+	else
+		not_ok "inspect --json shows its label" "$($C --json inspect "$id")"
+	fi
+	out=$($C exec "$id" -- echo hi)
+	[ "$out" = hi ] && ok "exec streams stdout" || not_ok "exec streams stdout" "got '$out'"
+	out=$($C exec "$id" -- sh -c 'echo oops >&2' 2>&1 >/dev/null)
+	[ "$out" = oops ] && ok "exec streams stderr" || not_ok "exec streams stderr" "got '$out'"
+	expect "exec exits with the command's status" 3 $C exec "$id" -- sh -c 'exit 3'
+	expect "exec exits 128+9 when SIGKILL ends the command" 137 \
+		$C exec "$id" -- sh -c 'kill -9 $$'
+	out=$(echo data | $C exec -i "$id" -- cat)
+	[ "$out" = data ] && ok "exec -i forwards stdin" || not_ok "exec -i forwards stdin" "got '$out'"
+	out=$($C exec --env FOO=bar "$id" -- sh -c 'echo $FOO')
+	[ "$out" = bar ] && ok "exec --env" || not_ok "exec --env" "got '$out'"
+	out=$($C exec --cwd /tmp "$id" -- pwd)
+	[ "$out" = /tmp ] && ok "exec --cwd" || not_ok "exec --cwd" "got '$out'"
+	out=$($C exec "$id" -- cat /root/marker)
+	[ "$out" = built ] && ok "the template's --run result is in the sandbox" ||
+		not_ok "the template's --run result is in the sandbox" "got '$out'"
+	expect "exec -t is refused" 2 $C exec -t "$id" -- true
+	expect "exec of a missing program exits 125" 125 $C exec "$id" -- /no/such/program
+
+	printf 'abc\001\n' > /tmp/cubectl-test/f
+	expect "cp uploads" 0 $C cp /tmp/cubectl-test/f "$id:/tmp/f"
+	expect "cp downloads" 0 $C cp "$id:/tmp/f" /tmp/cubectl-test/g
+	cmp -s /tmp/cubectl-test/f /tmp/cubectl-test/g && ok "cp round trip is exact" ||
+		not_ok "cp round trip is exact" "files differ"
+	expect "cp of a missing file exits 3" 3 $C cp "$id:/no/such" /tmp/cubectl-test/h
+	[ ! -e /tmp/cubectl-test/h ] && ok "a failed cp leaves no file" ||
+		not_ok "a failed cp leaves no file" "/tmp/cubectl-test/h exists"
+	expect "cp needs an absolute sandbox path" 2 $C cp /tmp/cubectl-test/f "$id:rel"
+
+	$C --json events --count 1 > /tmp/cubectl-test/events &
+	ev_pid=$!
+	sleep 1
+	expect "kill" 0 $C kill "$id"
+	if wait_until 30 gone "$id"; then
+		ok "a killed sandbox goes away"
+	else
+		not_ok "a killed sandbox goes away" "$($C inspect "$id")"
+	fi
+	wait_until 10 test -s /tmp/cubectl-test/events
+	kill "$ev_pid" 2>/dev/null
+	wait "$ev_pid" 2>/dev/null
+	if grep -q "\"id\": *$id\|\"id\":$id" /tmp/cubectl-test/events; then
+		ok "events reports it"
+	else
+		not_ok "events reports it" "$(cat /tmp/cubectl-test/events)"
+	fi
+	[ ! -e "$CUBE_RUN_DIR/sandboxes/$id" ] && ok "its run directory is gone" ||
+		not_ok "its run directory is gone" "$(ls "$CUBE_RUN_DIR/sandboxes/$id")"
+
+	CUBE_VMM=/bin/false $C create --template t1 >/dev/null 2>/tmp/ktap.err
+	st=$?
+	if [ $st != 0 ] && wait_until 10 no_sandbox &&
+	   [ -z "$(ls "$CUBE_RUN_DIR/sandboxes" 2>/dev/null)" ]; then
+		ok "a failed create leaves nothing behind"
+	else
+		not_ok "a failed create leaves nothing behind" "status $st, $(sandbox_count) sandboxes"
+	fi
+
+	# cubed keeps the pool filled; create takes from it
+	expect "pool set" 0 $C pool set t1 --size 1
+	./cubed --no-api -v 2>/tmp/cubectl-test/cubed.log &
+	cubed_pid=$!
+	if wait_until 180 pool_ready 1; then
+		ok "cubed fills the pool"
+	else
+		not_ok "cubed fills the pool" "$($C pool ls; tail -n 5 /tmp/cubectl-test/cubed.log)"
+	fi
+	id2=$($C create --template t1)
+	if $C --json pool ls | grep -q '"taken": *1'; then
+		ok "create takes the warm sandbox"
+	else
+		not_ok "create takes the warm sandbox" "$($C pool ls)"
+	fi
+	out=$($C exec "$id2" -- echo pooled)
+	[ "$out" = pooled ] && ok "a pooled sandbox runs commands" ||
+		not_ok "a pooled sandbox runs commands" "got '$out'"
+	if wait_until 180 pool_ready 1; then
+		ok "cubed refills the pool after a take"
+	else
+		not_ok "cubed refills the pool after a take" "$($C pool ls)"
+	fi
+	id3=$($C create --template t1 --vcpus 1 --timeout 3)
+	if [ -n "$id3" ] && wait_until 60 gone "$id3"; then
+		ok "cubed kills a sandbox at its end time"
+	else
+		not_ok "cubed kills a sandbox at its end time" "id '$id3' still there"
+	fi
+	kill "$cubed_pid"
+	wait "$cubed_pid"
+	st=$?
+	cubed_pid=
+	[ $st = 0 ] && ok "cubed stops on SIGTERM with status 0" ||
+		not_ok "cubed stops on SIGTERM with status 0" "status $st"
+	expect "template rm of a pooled template exits 7" 7 $C template rm t1
+	expect "pool set --size 0 removes the pool" 0 $C pool set t1 --size 0
+	expect "kill of the remaining sandbox" 0 $C kill "$id2"
+	for i in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
+		$C kill "$i" >/dev/null 2>&1
+	done
+	if wait_gone_all 60; then
+		ok "no sandbox is left"
+	else
+		not_ok "no sandbox is left" "$($C ls)"
+	fi
+	expect "template rm" 0 $C template rm t1
+	expect "template rm of an unknown template exits 3" 3 $C template rm t1
+}
+
+run > /tmp/cubectl-results 2>&1
+cleanup
+ktap_plan "$ktap_n"
+cat /tmp/cubectl-results
+rm -f /tmp/cubectl-results /tmp/ktap.out /tmp/ktap.err
+exit $ktap_failed

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0
+# ktap.sh: KTAP helpers for the shell tests of this group (sourced).
+ktap_n=0
+ktap_failed=0
+
+ktap_plan() {
+	echo "KTAP version 1"
+	echo "1..$1"
+}
+
+# ok NAME: the last check passed; not_ok NAME WHY: it failed
+ok() {
+	ktap_n=$((ktap_n + 1))
+	echo "ok $ktap_n $1"
+}
+
+not_ok() {
+	ktap_n=$((ktap_n + 1))
+	echo "# $2"
+	echo "not ok $ktap_n $1"
+	ktap_failed=1
+}
+
+# expect NAME STATUS CMD...: CMD exits with STATUS
+expect() {
+	name=$1 want=$2
+	shift 2
+	"$@" >/tmp/ktap.out 2>/tmp/ktap.err
+	got=$?
+	if [ "$got" = "$want" ]; then
+		ok "$name"
+	else
+		not_ok "$name" "'$*' exited $got, want $want: $(head -c 300 /tmp/ktap.err)"
+	fi
+}

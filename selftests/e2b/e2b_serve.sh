@@ -1,0 +1,77 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# e2b_serve.sh: the L1 half of the E2B SDK test.  Builds the "base"
+# template, runs cubed with the E2B API on the forwarded ports, and serves
+# until the build host's run_sdk_test.sh says it is done (it creates a
+# sandbox with metadata cube-test=done), then checks that nothing is left.
+# Skips unless L1 was booted with forwarded ports.
+cd "$(dirname "$0")" || exit 1
+
+if ! grep -q 'cube.net=1' /proc/cmdline; then
+	echo "1..0 # SKIP needs ports forwarded from the build host (selftests/e2b/run_sdk_test.sh)"
+	exit 4
+fi
+export CUBE_STATE_DIR=/tmp/e2b-test/state CUBE_RUN_DIR=/tmp/e2b-test/run
+C=./cubectl
+n=0 failed=0 cubed_pid=
+check() {
+	n=$((n + 1))
+	if [ "$2" = 0 ]; then
+		echo "ok $n $1"
+	else
+		echo "# $3"
+		echo "not ok $n $1"
+		failed=1
+	fi
+}
+
+sandboxes() {
+	$C --json stats | sed -n 's/.*"sandboxes": *\([0-9]*\).*/\1/p'
+}
+
+echo "KTAP version 1"
+echo "1..4"
+rm -rf /tmp/e2b-test
+mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
+rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
+cp "$rootfs" /tmp/e2b-rootfs.ext4 2>/dev/null
+$C template build base --kernel /boot/vmlinuz --initrd ./initramfs.cpio.gz \
+	--rootfs /tmp/e2b-rootfs.ext4 --append cube.rootfstype=ext4 \
+	>/tmp/e2b-test/build.log 2>&1
+st=$?
+check "template base builds" $st "$(tail -n 5 /tmp/e2b-test/build.log)"
+echo cube-e2b-test-key > /tmp/e2b-test/keys
+./cubed --listen 0.0.0.0 --api-port 3000 --envd-port 49983 \
+	--api-key-file /tmp/e2b-test/keys -v 2>/tmp/e2b-test/cubed.log &
+cubed_pid=$!
+sleep 1
+kill -0 $cubed_pid 2>/dev/null
+check "cubed serves the E2B API" $? "$(cat /tmp/e2b-test/cubed.log)"
+echo "# serving; waiting for the build host"
+t=1500 done=1
+while [ $t -gt 0 ] && kill -0 $cubed_pid 2>/dev/null; do
+	if grep -qs '"cube-test":"done"' "$CUBE_RUN_DIR"/sandboxes/*/e2b.json; then
+		done=0
+		break
+	fi
+	sleep 2
+	t=$((t - 2))
+done
+check "the build host ran its test" $done "no done marker; $(tail -n 5 /tmp/e2b-test/cubed.log)"
+kill $cubed_pid 2>/dev/null
+wait $cubed_pid 2>/dev/null
+sed 's/^/# cubed: /' /tmp/e2b-test/cubed.log | tail -n 20
+for id in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
+	$C kill "$id" >/dev/null 2>&1
+done
+t=60
+while [ $t -gt 0 ] && [ "$(sandboxes)" != 0 ]; do
+	sleep 1
+	t=$((t - 1))
+done
+[ "$(sandboxes)" = 0 ]
+check "no sandbox is left" $? "$($C ls)"
+$C template rm base >/dev/null 2>&1
+rm -rf /tmp/e2b-test /tmp/e2b-rootfs.ext4
+exit $failed

@@ -1,0 +1,67 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# run_sdk_test.sh: the E2B SDK itself as cubed's client.  Boots L1 in the
+# VM harness with two ports forwarded from this machine, where
+# e2b_serve.sh builds a template and runs cubed; then runs sdk_test.mjs
+# here under node against E2B_API_URL / E2B_SANDBOX_URL on those ports.
+#
+#   selftests/e2b/run_sdk_test.sh
+#
+# Environment: E2B_SDK_DIR (where npm "e2b" is installed, default
+# /tmp/e2bsdk: installed there when missing), API_PORT / ENVD_PORT (the
+# host's ports, default 43000 / 43983), VMTEST_DIR (default
+# build/vmtest-e2b).  Needs node (>= 18) and npm.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+sdk=${E2B_SDK_DIR:-/tmp/e2bsdk}
+api=${API_PORT:-43000}
+envd=${ENVD_PORT:-43983}
+key=cube-e2b-test-key
+
+for tool in node npm curl; do
+	command -v $tool >/dev/null || { echo "run_sdk_test: needs $tool" >&2; exit 2; }
+done
+if [ ! -d "$sdk/node_modules/e2b" ]; then
+	mkdir -p "$sdk" &&
+	(cd "$sdk" && npm init -y >/dev/null && npm install e2b >/dev/null) ||
+		{ echo "run_sdk_test: cannot install the e2b SDK in $sdk" >&2; exit 1; }
+fi
+# ES modules resolve packages from their own folder
+cp "$here/sdk_test.mjs" "$sdk/sdk_test.mjs"
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+make -C "$top" --no-print-directory vmtest T=e2b:e2b_serve.sh \
+	FWD="$api:3000,$envd:49983" VMTEST_DIR="${VMTEST_DIR:-build/vmtest-e2b}" \
+	>"$log" 2>&1 &
+vm=$!
+
+echo "# run_sdk_test: waiting for cubed on 127.0.0.1:$api"
+t=1200
+until curl -sf "http://127.0.0.1:$api/health" >/dev/null; do
+	if ! kill -0 $vm 2>/dev/null || [ $t -le 0 ]; then
+		echo "run_sdk_test: cubed never answered" >&2
+		cat "$log" >&2
+		kill $vm 2>/dev/null
+		exit 1
+	fi
+	sleep 2
+	t=$((t - 2))
+done
+
+export E2B_API_URL="http://127.0.0.1:$api" E2B_SANDBOX_URL="http://127.0.0.1:$envd"
+export E2B_API_KEY=$key CUBE_TEMPLATE=base
+(cd "$sdk" && node --test --test-reporter=tap sdk_test.mjs)
+st=$?
+
+# tell L1 the test is over
+(cd "$sdk" && node --input-type=module -e "
+import { Sandbox } from 'e2b';
+await Sandbox.create('base', { metadata: { 'cube-test': 'done' } });
+") || echo "run_sdk_test: could not signal the end to L1" >&2
+wait $vm
+vmst=$?
+cat "$log"
+[ $st = 0 ] && [ $vmst = 0 ]
