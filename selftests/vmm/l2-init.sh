@@ -10,12 +10,20 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 # No /dev/console in the initramfs: the kernel gave us no stdio.
 exec < /dev/console > /dev/console 2>&1
-echo "CUBE-L2-INIT"
 
-mode=boot
+# Results go to the console tty and to the kernel log (which the kernel
+# writes to the UART itself): a test sees them either way.
+say() {
+	echo "$*"
+	echo "$*" > /dev/kmsg
+}
+say "CUBE-L2-INIT"
+
+mode=boot debug=
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	cube.test=*) mode=${arg#cube.test=} ;;
+	cube.debug=*) debug=1 ;;
 	esac
 done
 
@@ -25,35 +33,35 @@ for m in virtio_ring virtio virtio_mmio vsock \
 	virtio_blk virtio-rng; do
 	# evil-virtq drives the devices itself through /dev/mem.
 	[ "$mode" = evil ] && [ "$m" = virtio_mmio ] && break
-	insmod /lib/modules/$m.ko || echo "CUBE-L2-MODULE-FAILED $m"
+	insmod /lib/modules/$m.ko || say "CUBE-L2-MODULE-FAILED $m"
 done
 
 off() {
 	poweroff -f
 	sleep 5
-	echo "CUBE-L2-POWEROFF-FAILED"
+	say "CUBE-L2-POWEROFF-FAILED"
 }
 
 case $mode in
 boot)
-	echo "CUBE-L2-BOOT-OK"
+	say "CUBE-L2-BOOT-OK"
 	off
 	;;
 cpus)
-	echo "CUBE-L2-CPUS $(grep -c ^processor /proc/cpuinfo)"
+	say "CUBE-L2-CPUS $(grep -c ^processor /proc/cpuinfo)"
 	off
 	;;
 blk)
 	i=0
 	while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-	echo "CUBE-L2-BLK-SUM $(md5sum < /dev/vda | cut -d' ' -f1)"
-	echo "CUBE-L2-BLK-SIZE $(cat /sys/block/vda/size)"
-	echo "CUBE-L2-BLK-RO $(cat /sys/block/vda/ro)"
+	say "CUBE-L2-BLK-SUM $(md5sum < /dev/vda | cut -d' ' -f1)"
+	say "CUBE-L2-BLK-SIZE $(cat /sys/block/vda/size)"
+	say "CUBE-L2-BLK-RO $(cat /sys/block/vda/ro)"
 	off
 	;;
 rng)
-	echo "CUBE-L2-RNG $(cat /sys/class/misc/hw_random/rng_current 2>/dev/null)"
-	head -c 64 /dev/hwrng > /tmp/r && echo "CUBE-L2-RNG-READ $(wc -c < /tmp/r)"
+	say "CUBE-L2-RNG $(cat /sys/class/misc/hw_random/rng_current 2>/dev/null)"
+	head -c 64 /dev/hwrng > /tmp/r && say "CUBE-L2-RNG-READ $(wc -c < /tmp/r)"
 	off
 	;;
 vsock)
@@ -64,11 +72,14 @@ evil)
 	off
 	;;
 reboot)
-	echo "CUBE-L2-REBOOT"
+	say "CUBE-L2-REBOOT"
 	reboot -f
 	;;
 *)
-	echo "CUBE-L2-HANG"
-	while :; do sleep 1000; done
+	say "CUBE-L2-HANG"
+	while :; do
+		sleep 5
+		[ -n "$debug" ] && cat /proc/interrupts > /dev/kmsg
+	done
 	;;
 esac
