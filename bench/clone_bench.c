@@ -137,9 +137,25 @@ static int round_clone(uint32_t flags, struct sample *s)
 	return bad ? -EIO : 0;
 }
 
+/* Anonymous memory of the process, in pages (from smaps_rollup). */
+static long anon_pages(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Anonymous: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb / (long)(PAGE / 1024);
+}
+
 static int round_memfd(struct sample *s)
 {
-	long f0 = minflt();
+	long a0 = anon_pages(), f0 = minflt();
 	double t0 = now_ms();
 	unsigned char *m;
 	int bad;
@@ -152,8 +168,8 @@ static int round_memfd(struct sample *s)
 	s->ms = now_ms() - t0;
 	s->minflt = minflt() - f0;
 	s->faults = 0;
-	/* anonymous copies made by the writes */
-	s->private_pages = NR_PAGES / DATA_STRIDE / WRITE_STRIDE;
+	/* the anonymous copies the writes made */
+	s->private_pages = anon_pages() - a0;
 	munmap(m, SNAP_SIZE);
 	return bad ? -EIO : 0;
 }

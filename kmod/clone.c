@@ -17,7 +17,10 @@
  *    then mapped writable.  A shared page is never mapped writable.
  *
  * @pages maps an offset to the clone's private page, or to CUBE_CLONE_SEEN
- * when the clone mapped the snapshot's page there.
+ * when the clone may map the snapshot's page there: no PTE of this clone
+ * maps a snapshot page at an offset without that entry, so a write to an
+ * offset never seen makes its private page without zapping anything (and
+ * without an MMU-notifier round trip for KVM).
  *
  * Ordering against PTE installation, which the core mm does after ->fault
  * returns: a fault returns its page locked and installs the PTE before
@@ -25,8 +28,9 @@
  * what the offset resolves to.  Whoever changes what an offset resolves to
  * does it under the lock of the page it replaces, then zaps the offset: a
  * fault that checked before sees its PTE zapped, a fault that checks after
- * sees the new page.  Private pages are only removed (reset, release) under
- * @lock, so the snapshot of a clone can walk them.
+ * sees the new page.  Private pages and CUBE_CLONE_SEEN entries are only
+ * removed (reset, release) under @lock, so the snapshot of a clone can walk
+ * them.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -208,24 +212,26 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 		page = cube_snapshot_page(clone->snap, index) ?: cube_zero_page;
 		get_page(page);
 		lock_page(page);
-		old = xa_load(&clone->pages, index);
-		if (!old || xa_is_value(old))
+		if (xa_load(&clone->pages, index) == CUBE_CLONE_SEEN)
 			return page;
-		unlock_page(page);
+		unlock_page(page);	/* reset or written meanwhile */
 		put_page(page);
 	}
 }
 
 /*
  * The clone's private page at @index, referenced and locked; made now from
- * the snapshot's page when there is none.
+ * the snapshot's page when there is none.  *@zapped tells whether the
+ * offset's PTEs were zapped.
  */
 static struct page *cube_clone_get_private(struct cube_clone *clone,
-					   pgoff_t index)
+					   pgoff_t index, bool *zapped)
 {
 	struct page *page, *src;
+	bool seen;
 	void *old;
 
+	*zapped = false;
 	for (;;) {
 		page = cube_clone_private(clone, index);
 		if (page) {
@@ -248,7 +254,8 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 		lock_page(src);
 		old = xa_cmpxchg(&clone->pages, index, NULL, page,
 				 GFP_KERNEL_ACCOUNT);
-		if (old == CUBE_CLONE_SEEN) {
+		seen = old == CUBE_CLONE_SEEN;
+		if (seen) {
 			old = xa_cmpxchg(&clone->pages, index, CUBE_CLONE_SEEN,
 					 page, GFP_KERNEL_ACCOUNT);
 			if (old == CUBE_CLONE_SEEN) {
@@ -271,8 +278,10 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 		atomic64_inc(&clone->private_pages);
 		atomic64_inc(&clone->cow_faults);
 		atomic64_inc(&cube_stats.private_pages);
-		/* Other mappings may still map the shared page: zap them. */
-		cube_clone_zap(clone, index, 1);
+		/* Mappings may still map the shared page: zap them. */
+		if (seen)
+			cube_clone_zap(clone, index, 1);
+		*zapped = seen;
 		get_page(page);		/* for the caller; @pages has one */
 		return page;
 	}
@@ -353,6 +362,7 @@ static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
 	struct vm_area_struct *vma = vmf->vma;
 	struct cube_clone *clone = vma->vm_file->private_data;
 	struct page *page;
+	bool zapped;
 
 	if (vmf->pgoff >= clone->nr_pages)
 		return VM_FAULT_SIGBUS;
@@ -367,7 +377,7 @@ static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
 		cube_clone_prefault(clone, vma);
 
 	if (vmf->flags & FAULT_FLAG_WRITE) {
-		page = cube_clone_get_private(clone, vmf->pgoff);
+		page = cube_clone_get_private(clone, vmf->pgoff, &zapped);
 	} else {
 		if (!(clone->flags & CUBE_CLONE_F_RECORD))
 			cube_clone_fault_around(clone, vma, vmf->pgoff);
@@ -383,6 +393,7 @@ static vm_fault_t cube_clone_page_mkwrite(struct vm_fault *vmf)
 {
 	struct cube_clone *clone = vmf->vma->vm_file->private_data;
 	struct page *page = vmf->page;
+	bool zapped;
 
 	atomic64_inc(&clone->faults);
 	lock_page(page);
@@ -391,12 +402,13 @@ static vm_fault_t cube_clone_page_mkwrite(struct vm_fault *vmf)
 	unlock_page(page);
 
 	/* A shared (or stale) page: make the private copy, refault it. */
-	page = cube_clone_get_private(clone, vmf->pgoff);
+	page = cube_clone_get_private(clone, vmf->pgoff, &zapped);
 	if (IS_ERR(page))
 		return vmf_error(PTR_ERR(page));
 	unlock_page(page);
 	put_page(page);
-	cube_clone_zap(clone, vmf->pgoff, 1);
+	if (!zapped)	/* a stale private page, already replaced */
+		cube_clone_zap(clone, vmf->pgoff, 1);
 	return VM_FAULT_NOPAGE;
 }
 
@@ -435,9 +447,14 @@ static long cube_clone_reset(struct cube_clone *clone)
 		struct page *page = entry;
 
 		if (xa_is_value(entry)) {
+			/* under the lock a fault maps the shared page with */
+			page = cube_snapshot_page(clone->snap, index) ?:
+			       cube_zero_page;
+			lock_page(page);
 			if (xa_cmpxchg(&clone->pages, index, entry, NULL, 0) ==
 			    entry)
 				atomic64_dec(&clone->shared_pages);
+			unlock_page(page);
 			continue;
 		}
 		lock_page(page);
