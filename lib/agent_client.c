@@ -18,7 +18,8 @@
 
 #include "agent_client_int.h"
 
-static void vset_error(struct cube_agent *a, const char *fmt, va_list ap)
+static void __attribute__((format(printf, 2, 0)))
+vset_error(struct cube_agent *a, const char *fmt, va_list ap)
 {
 	vsnprintf(a->errmsg, sizeof(a->errmsg), fmt, ap);
 }

@@ -72,6 +72,8 @@ struct cube_exec_spec {
 	const char *cwd;		/* NULL: the user's home, or "/" */
 	const char *user;		/* name or uid; NULL: the agent's user */
 	uint32_t timeout_ms;		/* 0: none; then SIGKILL */
+	bool pty;			/* one pseudo-terminal for stdin/out/err */
+	uint16_t rows, cols;		/* its size; 0: 24x80 */
 };
 
 struct cube_exec_status {
@@ -116,6 +118,12 @@ ssize_t cube_agent_exec_stdin(struct cube_agent *a, const void *buf,
 int cube_agent_exec_close_stdin(struct cube_agent *a);
 /* Sends @sig (1..64) to the command's process group. */
 int cube_agent_exec_signal(struct cube_agent *a, int sig);
+/*
+ * Resizes the command's pty (spec.pty); an agent refusal comes back as a
+ * CUBE_EXEC_ERROR event.  With a pty all output is CUBE_EXEC_STDOUT, and
+ * closing stdin sends end-of-file (^D).
+ */
+int cube_agent_exec_resize(struct cube_agent *a, uint16_t rows, uint16_t cols);
 
 /* Output callback of cube_agent_exec(); non-zero stops (the command is killed). */
 typedef int (*cube_exec_output_fn)(void *ctx, enum cube_exec_event_type stream,

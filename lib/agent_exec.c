@@ -49,6 +49,8 @@ static int check_spec(struct cube_agent *a, const struct cube_exec_spec *spec)
 		if (err)
 			return err;
 	}
+	if (!spec->pty && (spec->rows || spec->cols))
+		return client_fail(a, -EINVAL, "a terminal size needs a pty");
 	if (spec->timeout_ms > CUBE_AGENT_MAX_TIMEOUT_MS)
 		return client_fail(a, -EINVAL, "timeout above %u ms",
 				   CUBE_AGENT_MAX_TIMEOUT_MS);
@@ -80,6 +82,11 @@ int cube_agent_exec_start(struct cube_agent *a,
 		cube_wire_put_str(&b, CUBE_ATTR_USER, spec->user);
 	if (spec->timeout_ms)
 		cube_wire_put_u32(&b, CUBE_ATTR_TIMEOUT_MS, spec->timeout_ms);
+	if (spec->pty) {
+		cube_wire_put_flag(&b, CUBE_ATTR_PTY);
+		cube_wire_put_u32(&b, CUBE_ATTR_ROWS, spec->rows ? spec->rows : 24);
+		cube_wire_put_u32(&b, CUBE_ATTR_COLS, spec->cols ? spec->cols : 80);
+	}
 	err = client_send(a, &b);
 	if (!err)
 		err = client_expect(a, id, CUBE_MSG_STARTED, &m);
@@ -224,6 +231,21 @@ int cube_agent_exec_signal(struct cube_agent *a, int sig)
 		return client_fail(a, -EINVAL, "signal %d out of range 1..64", sig);
 	cube_wire_start(&b, CUBE_MSG_SIGNAL, a->exec_id);
 	cube_wire_put_u32(&b, CUBE_ATTR_SIGNAL, sig);
+	return client_queue(a, &b);
+}
+
+int cube_agent_exec_resize(struct cube_agent *a, uint16_t rows, uint16_t cols)
+{
+	struct cube_wire_buf b = { 0 };
+	int err = running(a);
+
+	if (err)
+		return err;
+	if (!rows || !cols)
+		return client_fail(a, -EINVAL, "terminal size %ux%u", rows, cols);
+	cube_wire_start(&b, CUBE_MSG_RESIZE, a->exec_id);
+	cube_wire_put_u32(&b, CUBE_ATTR_ROWS, rows);
+	cube_wire_put_u32(&b, CUBE_ATTR_COLS, cols);
 	return client_queue(a, &b);
 }
 

@@ -23,7 +23,16 @@ static const struct cube_wire_policy pol_exec = {
 	STR(CUBE_ATTR_CWD, CUBE_AGENT_MAX_STRING),
 	STR(CUBE_ATTR_USER, CUBE_AGENT_MAX_NAME),
 	U32(CUBE_ATTR_TIMEOUT_MS),
+	FLAG(CUBE_ATTR_PTY),
+	U32(CUBE_ATTR_ROWS),
+	U32(CUBE_ATTR_COLS),
 	.required = REQ(CUBE_ATTR_ARGV),
+};
+
+static const struct cube_wire_policy pol_resize = {
+	U32(CUBE_ATTR_ROWS),
+	U32(CUBE_ATTR_COLS),
+	.required = REQ(CUBE_ATTR_ROWS) | REQ(CUBE_ATTR_COLS),
 };
 
 static const struct cube_wire_policy pol_data = {
@@ -152,6 +161,8 @@ const struct cube_wire_policy *cube_wire_policy(uint16_t type)
 		return &pol_data;
 	case CUBE_MSG_SIGNAL:
 		return &pol_signal;
+	case CUBE_MSG_RESIZE:
+		return &pol_resize;
 	case CUBE_MSG_FILE_WRITE:
 		return &pol_file_write;
 	case CUBE_MSG_FILE_READ:

@@ -70,10 +70,11 @@ struct cube_agent_attr {
 /* Message types.  Host to agent: 0x01-0x7f; agent to host: 0x80-0xff. */
 enum cube_agent_msg {
 	CUBE_MSG_PING		= 0x01,	/* -> PONG */
-	CUBE_MSG_EXEC		= 0x10,	/* ARGV+ ENV* CWD? USER? TIMEOUT? */
+	CUBE_MSG_EXEC		= 0x10,	/* ARGV+ ENV* CWD? USER? TIMEOUT? PTY? */
 	CUBE_MSG_STDIN		= 0x11,	/* DATA: bytes for the command */
 	CUBE_MSG_STDIN_CLOSE	= 0x12,	/* close the command's stdin */
 	CUBE_MSG_SIGNAL		= 0x13,	/* SIGNAL: to the command's group */
+	CUBE_MSG_RESIZE		= 0x14,	/* ROWS COLS: the command's pty */
 	CUBE_MSG_FILE_WRITE	= 0x20,	/* PATH MODE? APPEND? -> OK, then DATA* END */
 	CUBE_MSG_FILE_READ	= 0x21,	/* PATH -> DATA* END | ERROR */
 	CUBE_MSG_LIST		= 0x22,	/* PATH -> DIRENT* END | ERROR */
@@ -131,7 +132,10 @@ enum cube_agent_attr_type {
 	CUBE_ATTR_HOSTNAME,	/* string */
 	CUBE_ATTR_TIME_NS,	/* u64, CLOCK_REALTIME in ns */
 	CUBE_ATTR_SEED,		/* bytes, CUBE_AGENT_MIN_SEED..MAX_SEED */
-	CUBE_ATTR_MAX = CUBE_ATTR_SEED,
+	CUBE_ATTR_PTY,		/* flag: run on a pseudo-terminal */
+	CUBE_ATTR_ROWS,		/* u32, 1..65535 */
+	CUBE_ATTR_COLS,		/* u32, 1..65535 */
+	CUBE_ATTR_MAX = CUBE_ATTR_COLS,
 };
 
 enum cube_agent_ftype {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * exec.c: run one command for a session.  The command gets pipes for
- * stdin, stdout and stderr, its own session and process group, the
+ * stdin, stdout and stderr (or one pseudo-terminal), its own session and process group, the
  * sandbox root, and the user, directory and environment the host asked
  * for.  Its output is forwarded in the order the agent reads it; its exit
  * is reported after everything it wrote before exiting.
@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pty.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -34,6 +36,7 @@ struct exec_state {
 	uint8_t *inq;
 	size_t inq_len, inq_cap;
 	bool close_in;		/* close stdin once inq is written */
+	bool pty;		/* fd_out is the pty master, fd_in a dup of it */
 	bool timed_out;
 	uint64_t deadline;	/* CLOCK_MONOTONIC ms, 0: none */
 	int idx_out, idx_err, idx_in, idx_pid;
@@ -86,7 +89,11 @@ struct spawn {
 	bool cwd_given;		/* else the home, or "/" when it is missing */
 	const struct agent_user *user;
 	const struct agent_config *cfg;
-	int pipes[3][2];
+	bool pty;
+	struct winsize ws;
+	int cfd[3];		/* the command's stdin, stdout, stderr */
+	int pfd[3];		/* our ends: to its stdin, from stdout, stderr */
+	int slave;		/* pty: the terminal, cfd[*] are all this */
 	int errpipe[2];
 };
 
@@ -111,8 +118,10 @@ static void __attribute__((noreturn)) child(const struct spawn *sp)
 		signal(sig, SIG_DFL);
 	setsid();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (dup2(sp->pipes[0][0], 0) < 0 || dup2(sp->pipes[1][1], 1) < 0 ||
-	    dup2(sp->pipes[2][1], 2) < 0)
+	if (dup2(sp->cfd[0], 0) < 0 || dup2(sp->cfd[1], 1) < 0 ||
+	    dup2(sp->cfd[2], 2) < 0)
+		child_fail(efd, STAGE_EXEC);
+	if (sp->pty && ioctl(0, TIOCSCTTY, 0) < 0)
 		child_fail(efd, STAGE_EXEC);
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	if (strcmp(sp->cfg->root, "/")) {
@@ -194,6 +203,48 @@ static int report_failure(struct session *s, uint32_t id,
 				  strerror(f->err));
 }
 
+static void close_spawn_fds(struct spawn *sp)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (sp->cfd[i] != sp->slave)
+			close_fd(&sp->cfd[i]);
+		sp->cfd[i] = -1;
+		close_fd(&sp->pfd[i]);
+	}
+	close_fd(&sp->slave);
+	close_fd(&sp->errpipe[0]);
+	close_fd(&sp->errpipe[1]);
+}
+
+/* The command's stdio: three pipes, or one pty. */
+static int make_stdio(struct spawn *sp)
+{
+	int p[2], i, master;
+
+	if (sp->pty) {
+		if (openpty(&master, &sp->slave, NULL, NULL, &sp->ws) < 0)
+			return -errno;
+		fcntl(master, F_SETFD, FD_CLOEXEC);
+		fcntl(sp->slave, F_SETFD, FD_CLOEXEC);
+		sp->pfd[1] = master;
+		sp->pfd[0] = fcntl(master, F_DUPFD_CLOEXEC, 0);
+		if (sp->pfd[0] < 0)
+			return -errno;
+		for (i = 0; i < 3; i++)
+			sp->cfd[i] = sp->slave;
+		return 0;
+	}
+	for (i = 0; i < 3; i++) {
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -errno;
+		sp->cfd[i] = i ? p[1] : p[0];
+		sp->pfd[i] = i ? p[0] : p[1];
+	}
+	return 0;
+}
+
 static int spawn(struct session *s, const struct cube_wire_msg *m,
 		 struct spawn *sp, uint64_t timeout)
 {
@@ -205,11 +256,14 @@ static int spawn(struct session *s, const struct cube_wire_msg *m,
 	int i, err;
 
 	for (i = 0; i < 3; i++)
-		sp->pipes[i][0] = sp->pipes[i][1] = -1;
+		sp->cfd[i] = sp->pfd[i] = -1;
+	sp->slave = -1;
 	sp->errpipe[0] = sp->errpipe[1] = -1;
-	for (i = 0; i < 3; i++)
-		if (pipe2(sp->pipes[i], O_CLOEXEC) < 0)
-			goto fail_errno;
+	err = make_stdio(sp);
+	if (err) {
+		errno = -err;
+		goto fail_errno;
+	}
 	if (pipe2(sp->errpipe, O_CLOEXEC) < 0)
 		goto fail_errno;
 	pid = fork();
@@ -217,9 +271,12 @@ static int spawn(struct session *s, const struct cube_wire_msg *m,
 		goto fail_errno;
 	if (pid == 0)
 		child(sp);
-	close_fd(&sp->pipes[0][0]);
-	close_fd(&sp->pipes[1][1]);
-	close_fd(&sp->pipes[2][1]);
+	for (i = 0; i < 3; i++) {
+		if (sp->cfd[i] != sp->slave)
+			close_fd(&sp->cfd[i]);
+		sp->cfd[i] = -1;
+	}
+	close_fd(&sp->slave);
 	close_fd(&sp->errpipe[1]);
 	do {
 		n = read(sp->errpipe[0], &f, sizeof(f));
@@ -240,12 +297,16 @@ static int spawn(struct session *s, const struct cube_wire_msg *m,
 	e->id = m->id;
 	s->last_exec = m->id;
 	e->pid = pid;
+	e->pty = sp->pty;
 	e->pidfd = syscall(SYS_pidfd_open, pid, 0);
-	e->fd_in = sp->pipes[0][1];
-	e->fd_out = sp->pipes[1][0];
-	e->fd_err = sp->pipes[2][0];
-	for (i = 0; i < 3; i++)
-		fcntl(sp->pipes[i][i ? 0 : 1], F_SETFL, O_NONBLOCK);
+	e->fd_in = sp->pfd[0];
+	e->fd_out = sp->pfd[1];
+	e->fd_err = sp->pfd[2];
+	for (i = 0; i < 3; i++) {
+		if (sp->pfd[i] >= 0)
+			fcntl(sp->pfd[i], F_SETFL, O_NONBLOCK);
+		sp->pfd[i] = -1;
+	}
 	if (timeout)
 		e->deadline = now_ms() + timeout;
 	s->exec = e;
@@ -263,13 +324,23 @@ fail_errno:
 	err = session_send_error(s, m->id, errno, "cannot start the command: %s",
 				 strerror(errno));
 out_close:
-	for (i = 0; i < 3; i++) {
-		close_fd(&sp->pipes[i][0]);
-		close_fd(&sp->pipes[i][1]);
-	}
-	close_fd(&sp->errpipe[0]);
-	close_fd(&sp->errpipe[1]);
+	close_spawn_fds(sp);
 	return err;
+}
+
+/* ROWS and COLS of @m (default 24x80); false when out of range. */
+static bool get_winsize(const struct cube_wire_msg *m, struct winsize *ws)
+{
+	const struct cube_agent_attr *r = m->first[CUBE_ATTR_ROWS];
+	const struct cube_agent_attr *c = m->first[CUBE_ATTR_COLS];
+	uint32_t rows = r ? cube_wire_u32(r) : 24, cols = c ? cube_wire_u32(c) : 80;
+
+	if (rows < 1 || rows > 65535 || cols < 1 || cols > 65535)
+		return false;
+	memset(ws, 0, sizeof(*ws));
+	ws->ws_row = rows;
+	ws->ws_col = cols;
+	return true;
 }
 
 /**
@@ -301,6 +372,13 @@ int exec_start(struct session *s, const struct cube_wire_msg *m)
 	if (a && ((const char *)cube_wire_value(a))[0] != '/')
 		return session_send_error(s, m->id, EINVAL,
 					  "working directory must be absolute");
+	sp.pty = m->first[CUBE_ATTR_PTY];
+	if (!sp.pty && (m->first[CUBE_ATTR_ROWS] || m->first[CUBE_ATTR_COLS]))
+		return session_send_error(s, m->id, EINVAL,
+					  "a terminal size needs a pty");
+	if (sp.pty && !get_winsize(m, &sp.ws))
+		return session_send_error(s, m->id, EINVAL,
+					  "terminal size out of range 1..65535");
 	a = m->first[CUBE_ATTR_USER];
 	if (a) {
 		err = user_lookup(s->cfg, cube_wire_value(a), &user);
@@ -458,8 +536,28 @@ int exec_handle(struct session *s, const struct pollfd *pfd, int n)
 	return 0;
 }
 
+static int queue_stdin(struct exec_state *e, const void *data, size_t len)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (e->inq_len + len > e->inq_cap) {
+		cap = e->inq_cap ? e->inq_cap : 64 * 1024;
+		while (cap < e->inq_len + len)
+			cap *= 2;
+		p = realloc(e->inq, cap);
+		if (!p)
+			return -ENOMEM;
+		e->inq = p;
+		e->inq_cap = cap;
+	}
+	memcpy(e->inq + e->inq_len, data, len);
+	e->inq_len += len;
+	return 0;
+}
+
 /**
- * exec_request() - STDIN, STDIN_CLOSE or SIGNAL for the running command
+ * exec_request() - STDIN, STDIN_CLOSE, SIGNAL or RESIZE for the running command
  * @s: session with a command running
  * @m: the validated message, carrying the id of the EXEC request
  *
@@ -469,8 +567,7 @@ int exec_request(struct session *s, const struct cube_wire_msg *m)
 {
 	struct exec_state *e = s->exec;
 	const struct cube_agent_attr *a;
-	uint32_t len, sig;
-	uint8_t *p;
+	uint32_t sig;
 
 	if (m->id != e->id)
 		return session_send_error(s, m->id, ESRCH,
@@ -484,27 +581,33 @@ int exec_request(struct session *s, const struct cube_wire_msg *m)
 			return 0;	/* the command closed it: data dropped */
 		}
 		a = m->first[CUBE_ATTR_DATA];
-		len = cube_wire_len(a);
-		if (e->inq_len + len > e->inq_cap) {
-			size_t cap = e->inq_cap ? e->inq_cap : 64 * 1024;
-
-			while (cap < e->inq_len + len)
-				cap *= 2;
-			p = realloc(e->inq, cap);
-			if (!p)
-				return session_send_error(s, m->id, ENOMEM,
-							  "out of memory for stdin");
-			e->inq = p;
-			e->inq_cap = cap;
-		}
-		memcpy(e->inq + e->inq_len, cube_wire_value(a), len);
-		e->inq_len += len;
+		if (queue_stdin(e, cube_wire_value(a), cube_wire_len(a)) < 0)
+			return session_send_error(s, m->id, ENOMEM,
+						  "out of memory for stdin");
 		write_stdin(e);
 		return 0;
 	case CUBE_MSG_STDIN_CLOSE:
+		if (e->pty && !e->close_in && e->fd_in >= 0 &&
+		    queue_stdin(e, "\004", 1) < 0)	/* end of file: ^D */
+			return session_send_error(s, m->id, ENOMEM,
+						  "out of memory for stdin");
 		e->close_in = true;
 		write_stdin(e);
 		return 0;
+	case CUBE_MSG_RESIZE: {
+		struct winsize ws;
+
+		if (!e->pty)
+			return session_send_error(s, m->id, ENOTTY,
+						  "the command has no pty");
+		if (!get_winsize(m, &ws))
+			return session_send_error(s, m->id, EINVAL,
+						  "terminal size out of range 1..65535");
+		if (ioctl(e->fd_out, TIOCSWINSZ, &ws) < 0)
+			return session_send_error(s, m->id, errno, "TIOCSWINSZ: %s",
+						  strerror(errno));
+		return 0;
+	}
 	default:
 		sig = cube_wire_u32(m->first[CUBE_ATTR_SIGNAL]);
 		if (sig < 1 || sig > 64)

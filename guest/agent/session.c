@@ -143,7 +143,7 @@ static int dispatch(struct session *s, const struct cube_agent_hdr *hdr,
 	}
 	if (s->exec) {
 		if (m.type == CUBE_MSG_STDIN || m.type == CUBE_MSG_STDIN_CLOSE ||
-		    m.type == CUBE_MSG_SIGNAL)
+		    m.type == CUBE_MSG_SIGNAL || m.type == CUBE_MSG_RESIZE)
 			return exec_request(s, &m);
 		return session_send_error(s, m.id, EBUSY,
 					  "a command is running on this connection");
@@ -154,6 +154,7 @@ static int dispatch(struct session *s, const struct cube_agent_hdr *hdr,
 	case CUBE_MSG_STDIN:
 	case CUBE_MSG_STDIN_CLOSE:
 	case CUBE_MSG_SIGNAL:
+	case CUBE_MSG_RESIZE:
 		/* sent before the host saw the command end: nothing to do */
 		if (s->last_exec && m.id == s->last_exec)
 			return 0;

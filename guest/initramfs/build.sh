@@ -73,4 +73,7 @@ find "$stage" -exec touch -h -d @0 {} +
 	cpio -o -H newc --reproducible -R 0:0 --quiet) | gzip -n -9 > "$dest.tmp"
 mv "$dest.tmp" "$dest"
 ln -sfn "initramfs-$hash.cpio.gz" "$out/initramfs.cpio.gz"
+for old in "$out"/initramfs-*.cpio.gz; do
+	[ "$old" = "$dest" ] || rm -f "$old"
+done
 echo "initramfs: $dest ($(wc -c < "$dest") bytes, $(echo $mods | wc -w) modules)"

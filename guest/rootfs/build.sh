@@ -49,7 +49,8 @@ debootstrap --variant=minbase --include="$include" "$suite" "$dir" "$mirror" \
 # what a sandbox does not need
 rm -rf "$dir/var/cache/apt/"*.bin "$dir/var/cache/apt/archives/"*.deb \
 	"$dir/var/lib/apt/lists/"* "$dir/usr/share/doc" "$dir/usr/share/man" \
-	"$dir/usr/share/info" "$dir/var/log/"*
+	"$dir/usr/share/info" "$dir/usr/share/locale" "$dir/usr/share/i18n" \
+	"$dir/var/log/"*
 echo cube > "$dir/etc/hostname"
 : > "$dir/etc/machine-id"
 if [ "$(chroot "$dir" python3 -c 'print(2+2)')" != 4 ]; then
@@ -57,9 +58,13 @@ if [ "$(chroot "$dir" python3 -c 'print(2+2)')" != 4 ]; then
 	exit 1
 fi
 kib=$(du -sk "$dir" | cut -f1)
-size=$(( kib + kib / 5 + 65536 ))
+# the image is read-only in the guest: little room beyond the files
+size=$(( kib + kib / 10 + 16384 ))
 mkfs.ext4 -q -F -L cube-root -O ^has_journal -E root_owner=0:0 \
 	-U 6375622d-726f-6f74-6673-000000000001 -d "$dir" "$img.tmp" "${size}k"
 mv "$img.tmp" "$img"
 ln -sfn "rootfs-$hash.ext4" "$out/rootfs.ext4"
+for old in "$out"/rootfs-*.ext4; do
+	[ "$old" = "$img" ] || rm -f "$old"
+done
 echo "rootfs: $img ($(( size / 1024 )) MiB) in $(( $(date +%s) - start )) s"

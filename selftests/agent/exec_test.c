@@ -374,4 +374,65 @@ TEST_F(agent, stop_from_output_handler)
 	EXPECT_EQ(cube_agent_ping(self->a, &(struct cube_agent_info){ 0 }), 0);
 }
 
+TEST_F(agent, pty)
+{
+	const char *argv[] = { "sh", "-c",
+		"test -t 0 && test -t 1 && test -t 2 && echo tty; stty size; echo err >&2", NULL };
+	struct cube_exec_spec spec = { .argv = argv, .pty = true, .rows = 30, .cols = 100 };
+	struct cube_exec_status st;
+	struct output o = { 0 };
+
+	ASSERT_EQ(cube_agent_exec(self->a, &spec, NULL, 0, collect_output, &o, &st), 0);
+	/* one terminal: stderr comes as stdout, newlines as the tty makes them */
+	EXPECT_STREQ(o.out, "tty\r\n30 100\r\nerr\r\n");
+	EXPECT_EQ(o.err_len, 0);
+	EXPECT_EQ(st.code, 0);
+	output_free(&o);
+	spec.pty = false;
+	EXPECT_EQ(cube_agent_exec(self->a, &spec, NULL, 0, NULL, NULL, &st), -EINVAL);
+}
+
+TEST_F(agent, pty_resize_and_input)
+{
+	const char *argv[] = { "sh", "-c", "read x; stty size; echo \"got $x\"; cat", NULL };
+	struct cube_exec_spec spec = { .argv = argv, .pty = true };
+	struct cube_exec_event ev;
+	struct output o = { 0 };
+	long long t0 = ms_now();
+
+	ASSERT_EQ(cube_agent_exec_start(self->a, &spec, NULL), 0);
+	ASSERT_EQ(cube_agent_exec_resize(self->a, 40, 120), 0);
+	ASSERT_EQ(cube_agent_exec_stdin(self->a, "hi\n", 3), 3);
+	/* stdin closed on a pty: end of file, cat ends */
+	ASSERT_EQ(cube_agent_exec_close_stdin(self->a), 0);
+	for (;;) {
+		ASSERT_EQ(cube_agent_exec_next(self->a, &ev, 10000), 0);
+		if (ev.type == CUBE_EXEC_EXIT)
+			break;
+		ASSERT_EQ(ev.type, CUBE_EXEC_STDOUT);
+		collect_output(&o, ev.type, ev.data, ev.len);
+	}
+	EXPECT_EQ(ev.status.code, 0);
+	EXPECT_TRUE(strstr(o.out, "40 120\r\ngot hi\r\n") != NULL);
+	EXPECT_LT(ms_now() - t0, 5000);
+	output_free(&o);
+}
+
+TEST_F(agent, resize_without_pty)
+{
+	const char *argv[] = { "cat", NULL };
+	struct cube_exec_spec spec = { .argv = argv };
+	struct cube_exec_event ev;
+
+	ASSERT_EQ(cube_agent_exec_start(self->a, &spec, NULL), 0);
+	EXPECT_EQ(cube_agent_exec_resize(self->a, 0, 80), -EINVAL);
+	ASSERT_EQ(cube_agent_exec_resize(self->a, 40, 120), 0);
+	next_event(self->a, &ev, CUBE_EXEC_ERROR);
+	EXPECT_EQ(ev.err, -ENOTTY);
+	/* the command goes on */
+	ASSERT_EQ(cube_agent_exec_close_stdin(self->a), 0);
+	next_event(self->a, &ev, CUBE_EXEC_EXIT);
+	EXPECT_EQ(ev.status.code, 0);
+}
+
 TEST_MAIN()

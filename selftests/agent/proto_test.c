@@ -310,6 +310,18 @@ TEST_F(raw, bad_payloads)
 	put_raw_attr(m + 20, CUBE_ATTR_MODE, 4);
 	memcpy(m + 24, "\0\0\1\0", 4);
 	expect_error(self->fd, m, 28, 18, EINVAL);
+	/* a terminal size without a pty; a pty of 0 rows */
+	put_raw_hdr(m, 20, CUBE_MSG_EXEC, 0, 20);
+	put_raw_attr(m + 12, CUBE_ATTR_ARGV, 5);
+	memcpy(m + 16, "true\0\0\0", 8);
+	put_raw_attr(m + 24, CUBE_ATTR_ROWS, 4);
+	memcpy(m + 28, "\x10\0\0\0", 4);
+	expect_error(self->fd, m, 32, 20, EINVAL);
+	put_raw_hdr(m, 24, CUBE_MSG_EXEC, 0, 21);
+	put_raw_attr(m + 24, CUBE_ATTR_ROWS, 4);
+	memcpy(m + 28, "\0\0\0\0", 4);
+	put_raw_attr(m + 32, CUBE_ATTR_PTY, 0);
+	expect_error(self->fd, m, 36, 21, EINVAL);
 	expect_pong(self->fd, 19);
 }
 
