@@ -317,15 +317,22 @@ static void cube_clone_prefault(struct cube_clone *clone,
 	void *entry;
 
 	if (atomic_long_read(&snap->ws_pages)) {
-		xa_for_each_range(&snap->ws, index, entry, first, last)
+		xa_for_each_range(&snap->ws, index, entry, first, last) {
+			if (fatal_signal_pending(current))
+				return;
 			cube_clone_prefault_one(clone, vma, index,
 						&clone->prefaulted);
+		}
 		return;
 	}
-	for (; snap; snap = snap->parent)
-		xa_for_each_range(&snap->pages, index, entry, first, last)
+	for (; snap; snap = snap->parent) {
+		xa_for_each_range(&snap->pages, index, entry, first, last) {
+			if (fatal_signal_pending(current))
+				return;
 			cube_clone_prefault_one(clone, vma, index,
 						&clone->prefaulted);
+		}
+	}
 }
 
 /*

@@ -5,7 +5,8 @@
  * The snapshot holds a real-mode program at 0x1000 and data at 0x2000 and
  * 0x3000.  The guest reads the snapshot's value, writes its own, reads a
  * page the host then writes (the host's copy-on-write must reach the
- * guest through the MMU notifiers), and reports each value with port I/O.
+ * guest through the MMU notifiers), writes a page it never read, and
+ * reports each value with port I/O.
  * After a reset of the clone, while the VM still exists, the same guest
  * reads the snapshot's data again.
  */
@@ -29,6 +30,9 @@ static const unsigned char guest_code[] = {
 	0xe6, 0x12,			/* out %al, $0x12 */
 	0xa0, 0x00, 0x30,		/* mov 0x3000, %al */
 	0xe6, 0x13,			/* out %al, $0x13 */
+	0xc6, 0x06, 0x00, 0x40, 0x88,	/* movb $0x88, 0x4000 */
+	0xa0, 0x00, 0x40,		/* mov 0x4000, %al */
+	0xe6, 0x14,			/* out %al, $0x14 */
 	0xf4,				/* hlt */
 };
 
@@ -159,19 +163,22 @@ TEST_F(vm, guest_reads_writes_and_resets)
 	/* the guest maps 0x3000 shared; the host's write must reach it */
 	self->mem[PEEK_GPA] = 0x99;
 	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x13), 0x99);
+	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x14), 0x88);
 	ASSERT_OK(ioctl(self->vcpu, KVM_RUN, 0));
 	ASSERT_EQ(self->run->exit_reason, KVM_EXIT_HLT);
 
-	/* the guest's write is in the clone, not in the snapshot */
+	/* the guest's writes are in the clone, not in the snapshot */
 	EXPECT_EQ(self->mem[DATA_GPA], 0x77);
+	EXPECT_EQ(self->mem[0x4000], 0x88);
 	ASSERT_OK(mem_counters(self->clone, &cnt));
-	EXPECT_EQ(cnt.private_pages, 2u);
+	EXPECT_EQ(cnt.private_pages, 3u);
 	c2 = mem_clone(self->dev, self->snap, 0);
 	ASSERT_GE(c2, 0);
 	other = mem_map(c2, GUEST_MEM);
 	ASSERT_NE(other, MAP_FAILED);
 	EXPECT_EQ(other[DATA_GPA], 0x5a);
 	EXPECT_EQ(other[PEEK_GPA], 0x33);
+	EXPECT_EQ(other[0x4000], 0);
 	munmap(other, GUEST_MEM);
 	close(c2);
 
@@ -184,6 +191,7 @@ TEST_F(vm, guest_reads_writes_and_resets)
 	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x11), 0x77);
 	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x12), 0x33);
 	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x13), 0x33);
+	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x14), 0x88);
 	ASSERT_OK(ioctl(self->vcpu, KVM_RUN, 0));
 	ASSERT_EQ(self->run->exit_reason, KVM_EXIT_HLT);
 	EXPECT_EQ(self->mem[DATA_GPA], 0x77);

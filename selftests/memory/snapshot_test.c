@@ -276,6 +276,11 @@ TEST_F(mem, bad_snapshot_create)
 	EXPECT_ERRNO(create_raw(self->dev, c), EINVAL);
 	c = u; c.fd = self->dev;
 	EXPECT_ERRNO(create_raw(self->dev, c), EINVAL);
+	c.fd = memfd_create("huge", MFD_CLOEXEC | MFD_HUGETLB);
+	if (c.fd >= 0) {		/* hugetlbfs is not shmem */
+		EXPECT_ERRNO(create_raw(self->dev, c), EINVAL);
+		close(c.fd);
+	}
 
 	/* clone source */
 	ASSERT_OK(mem_snapshot_memfd(self->dev, memfd, 0, 4 * PAGE, &id));
