@@ -139,6 +139,8 @@ static int cube_nl_put_sandbox(struct sk_buff *skb, struct cube_sandbox *sb,
 			cube_sandbox_vm_vcpus(sb)) ||
 	    nla_put_u64_64bit(skb, CUBE_SANDBOX_A_MEMORY, sb->memory_bytes,
 			      CUBE_SANDBOX_A_PAD) ||
+	    nla_put_u64_64bit(skb, CUBE_SANDBOX_A_VM_MEMORY,
+			      cube_sandbox_vm_memory(sb), CUBE_SANDBOX_A_PAD) ||
 	    nla_put_u64_64bit(skb, CUBE_SANDBOX_A_PRIVATE_PAGES, priv,
 			      CUBE_SANDBOX_A_PAD) ||
 	    nla_put_u64_64bit(skb, CUBE_SANDBOX_A_SHARED_PAGES, shared,

@@ -149,6 +149,34 @@ u32 cube_sandbox_vm_vcpus(struct cube_sandbox *sb)
 	return atomic_read(&kvm->online_vcpus);
 }
 
+/**
+ * cube_sandbox_vm_memory() - guest memory registered in the bound KVM VM
+ * @sb: the sandbox, with ->lock held
+ *
+ * Sums the user memory slots of address space 0 under KVM's SRCU, as KVM
+ * itself reads them; KVM's private slots are not guest memory.
+ */
+u64 cube_sandbox_vm_memory(struct cube_sandbox *sb)
+{
+	struct kvm_memory_slot *slot;
+	struct kvm_memslots *slots;
+	struct kvm *kvm;
+	u64 bytes = 0;
+	int idx, bkt;
+
+	lockdep_assert_held(&sb->lock);
+	if (!sb->vm_file)
+		return 0;
+	kvm = sb->vm_file->private_data;
+	idx = srcu_read_lock(&kvm->srcu);
+	slots = kvm_memslots(kvm);
+	kvm_for_each_memslot(slot, bkt, slots)
+		if (slot->id < KVM_USER_MEM_SLOTS)
+			bytes += (u64)slot->npages << PAGE_SHIFT;
+	srcu_read_unlock(&kvm->srcu, idx);
+	return bytes;
+}
+
 /* Called by the pool code, with cube_pool_lock held. */
 void cube_sandbox_mark_taken(struct cube_sandbox *sb)
 {
@@ -573,6 +601,7 @@ static long cube_sandbox_get_info(struct cube_sandbox *sb, void __user *argp)
 		info.flags |= CUBE_SANDBOX_F_POOLED;
 	info.vcpus = sb->vcpus;
 	info.vm_vcpus = cube_sandbox_vm_vcpus(sb);
+	info.vm_memory_bytes = cube_sandbox_vm_memory(sb);
 	info.nr_bpf_links = sb->nr_links;
 	info.memory_bytes = sb->memory_bytes;
 	info.netns_cookie = sb->netns_cookie;

@@ -86,6 +86,7 @@ struct cube_sandbox *cube_sandbox_get_next(unsigned long *index);
 void cube_sandbox_put(struct cube_sandbox *sb);
 int cube_sandbox_kill(struct cube_sandbox *sb, unsigned int grace_ms);
 u32 cube_sandbox_vm_vcpus(struct cube_sandbox *sb);
+u64 cube_sandbox_vm_memory(struct cube_sandbox *sb);
 bool cube_name_valid(const char *name, bool slash);
 void cube_sandbox_mark_taken(struct cube_sandbox *sb);
 

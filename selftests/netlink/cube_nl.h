@@ -40,6 +40,7 @@ struct cnl_sandbox {
 	uint32_t state, exit_reason, flags, owner_pid, owner_uid;
 	uint32_t vcpus, vm_vcpus, bpf_links;
 	uint64_t memory, private_pages, shared_pages, netns_cookie, created_ns;
+	uint64_t vm_memory;
 	char template[CUBE_NAME_MAX];
 	char pool[CUBE_NAME_MAX];
 	unsigned int nr_labels;
@@ -224,6 +225,7 @@ static inline void cnl_parse_sandbox(struct nlattr *nest, struct cnl_sandbox *s)
 	CNL_U64(CUBE_SANDBOX_A_SHARED_PAGES, shared_pages);
 	CNL_U64(CUBE_SANDBOX_A_NETNS_COOKIE, netns_cookie);
 	CNL_U64(CUBE_SANDBOX_A_CREATED_NS, created_ns);
+	CNL_U64(CUBE_SANDBOX_A_VM_MEMORY, vm_memory);
 #undef CNL_U32
 #undef CNL_U64
 	if (tb[CUBE_SANDBOX_A_TEMPLATE])

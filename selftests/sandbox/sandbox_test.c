@@ -59,7 +59,7 @@ TEST_F(sb, create)
 	EXPECT_EQ(info.flags, 0u);
 	EXPECT_EQ(info.netns_cookie, 0ull);
 	EXPECT_EQ(info.nr_bpf_links, 0u);
-	EXPECT_EQ(info.reserved, 0ull);
+	EXPECT_EQ(info.vm_memory_bytes, 0ull);
 
 	ASSERT_EQ(cnl_sandbox_get(&self->nl, self->id, &s), 0);
 	EXPECT_EQ(s.id, self->id);
@@ -365,8 +365,11 @@ TEST_F(sb, fd_arg_rejects)
 
 TEST_F(sb, bind_vm)
 {
+	struct kvm_userspace_memory_region region = { 0 };
 	struct cube_sandbox_info info;
+	struct cnl_sandbox s;
 	int vm, vm2, vcpu;
+	void *mem;
 
 	vm = sb_kvm_vm();
 	if (vm < 0)
@@ -380,6 +383,26 @@ TEST_F(sb, bind_vm)
 	ASSERT_OK(sb_info(self->fd, &info));
 	EXPECT_EQ(info.flags, (uint32_t)CUBE_SANDBOX_F_VM);
 	EXPECT_EQ(info.vm_vcpus, 1u);
+	EXPECT_EQ(info.vm_memory_bytes, 0ull);
+	/* guest memory as KVM has it: two slots, 2 MiB + 1 MiB */
+	mem = mmap(NULL, 3 << 20, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(mem, MAP_FAILED);
+	region.slot = 0;
+	region.guest_phys_addr = 0;
+	region.memory_size = 2 << 20;
+	region.userspace_addr = (uintptr_t)mem;
+	ASSERT_OK(ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region));
+	region.slot = 1;
+	region.guest_phys_addr = 4 << 20;
+	region.memory_size = 1 << 20;
+	region.userspace_addr = (uintptr_t)mem + (2 << 20);
+	ASSERT_OK(ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region));
+	ASSERT_OK(sb_info(self->fd, &info));
+	EXPECT_EQ(info.vm_memory_bytes, 3ull << 20);
+	ASSERT_EQ(cnl_sandbox_get(&self->nl, self->id, &s), 0);
+	EXPECT_EQ(s.vm_memory, 3ull << 20);
+	EXPECT_EQ(s.vm_vcpus, 1u);
 	vm2 = sb_kvm_vm();
 	ASSERT_GE(vm2, 0);
 	EXPECT_ERRNO(sb_fd_ioctl(self->fd, CUBE_IOC_SANDBOX_BIND_VM, vm2),
@@ -389,7 +412,9 @@ TEST_F(sb, bind_vm)
 	close(vm);
 	ASSERT_OK(sb_info(self->fd, &info));
 	EXPECT_EQ(info.vm_vcpus, 1u);
+	EXPECT_EQ(info.vm_memory_bytes, 3ull << 20);
 	close(vm2);
+	munmap(mem, 3 << 20);
 }
 
 TEST_F(sb, bind_vm_not_creating)

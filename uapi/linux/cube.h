@@ -215,7 +215,8 @@ struct cube_sandbox_label {
  * @netns_cookie: cookie of the attached network namespace, 0 when none
  * @private_pages: pages the attached clone holds privately
  * @shared_pages: snapshot pages the attached clone maps
- * @reserved: zero
+ * @vm_memory_bytes: guest memory registered in the bound KVM VM
+ *	(KVM_SET_USER_MEMORY_REGION slots of address space 0)
  */
 struct cube_sandbox_info {
 	__u64 id;
@@ -229,7 +230,7 @@ struct cube_sandbox_info {
 	__u64 netns_cookie;
 	__u64 private_pages;
 	__u64 shared_pages;
-	__u64 reserved;
+	__u64 vm_memory_bytes;
 };
 
 /**
@@ -582,6 +583,7 @@ enum cube_stats_attr {
  * @CUBE_SANDBOX_A_POOL: string, the pool the sandbox waits in
  * @CUBE_SANDBOX_A_GRACE_MS: u32, %CUBE_CMD_KILL_SANDBOX only: how long the
  *	owner has to stop before SIGKILL (default 2000, at most 60000)
+ * @CUBE_SANDBOX_A_VM_MEMORY: u64, guest memory registered in the bound KVM VM
  * @__CUBE_SANDBOX_A_MAX: one past the last attribute
  */
 enum cube_sandbox_attr {
@@ -605,6 +607,7 @@ enum cube_sandbox_attr {
 	CUBE_SANDBOX_A_LABELS,
 	CUBE_SANDBOX_A_POOL,
 	CUBE_SANDBOX_A_GRACE_MS,
+	CUBE_SANDBOX_A_VM_MEMORY,
 	__CUBE_SANDBOX_A_MAX
 };
 #define CUBE_SANDBOX_A_MAX (__CUBE_SANDBOX_A_MAX - 1)
