@@ -696,6 +696,7 @@ enum cube_pool_attr {
  * @CUBE_SNAPSHOT_A_CLONES: u32, live clones
  * @CUBE_SNAPSHOT_A_CHILDREN: u32, live snapshots of its clones
  * @CUBE_SNAPSHOT_A_WS_PAGES: u64, pages in its recorded working set
+ * @__CUBE_SNAPSHOT_A_MAX: one past the last attribute
  */
 enum cube_snapshot_attr {
 	CUBE_SNAPSHOT_A_UNSPEC,
