@@ -41,8 +41,16 @@ struct fuzz {
 	int fds[NR_FDS];	/* sandbox (or other) fds the fuzzer got */
 	uint64_t ids[NR_FDS];
 	struct cnl nl;
+	int report;		/* pipe to the parent */
 	unsigned char buf[512];
 };
+
+/* Whether @fd is a new descriptor, not one the fuzzer itself needs. */
+static int is_new_fd(struct fuzz *f, int fd)
+{
+	return fd > 2 && fd != f->dev && fd != f->report &&
+	       fd != nl_socket_get_fd(f->nl.sk) && fcntl(fd, F_GETFD) >= 0;
+}
 
 static int any_fd(struct fuzz *f)
 {
@@ -151,7 +159,7 @@ static void fuzz_ioctl(struct fuzz *f)
 	if (cmd == CUBE_IOC_SANDBOX_CREATE && arg == f->buf)
 		memset(f->buf, 0, sizeof(struct cube_sandbox_create));
 	ret = ioctl(fd, cmd, arg);
-	if (ret > 2 && ret != f->dev)	/* a new fd */
+	if (is_new_fd(f, ret))
 		keep_fd(f, ret, cmd == CUBE_IOC_SANDBOX_CREATE ?
 			((struct cube_sandbox_create *)f->buf)->id : 0);
 }
@@ -241,8 +249,9 @@ static void fuzz_genl(struct fuzz *f)
 	cnl_exchange(&f->nl, msg, NULL, NULL);
 }
 
-static void fuzz_worker(uint64_t seed, time_t end)
+static void fuzz_worker(uint64_t seed, time_t end, int report)
 {
+	unsigned long ops = 0;
 	struct fuzz f;
 	int i;
 
@@ -250,10 +259,12 @@ static void fuzz_worker(uint64_t seed, time_t end)
 	memset(&f, 0, sizeof(f));
 	for (i = 0; i < NR_FDS; i++)
 		f.fds[i] = -1;
+	f.report = report;
 	f.dev = sb_open_dev();
 	if (f.dev < 0 || cnl_open(&f.nl))
 		_exit(1);
 	while (time(NULL) < end) {
+		ops++;
 		switch (rnd() % 8) {
 		case 0:
 			keep_fd(&f, sb_create(f.dev, &f.ids[0]), f.ids[0]);
@@ -273,6 +284,9 @@ static void fuzz_worker(uint64_t seed, time_t end)
 			fuzz_genl(&f);
 			break;
 		}
+		if (!(ops % 64) &&
+		    write(report, &ops, sizeof(ops)) != sizeof(ops))
+			_exit(1);
 	}
 	_exit(0);
 }
@@ -340,6 +354,8 @@ TEST(fuzz)
 	time_t end = time(NULL) + seconds;
 	uint64_t seed = time(NULL) ^ ((uint64_t)getpid() << 32);
 	unsigned int spawned = 0, killed = 0;
+	unsigned long ops = 0, n;
+	int report[2];
 	struct cnl_stats s;
 	struct cnl nl;
 	int status, i, zero = 0;
@@ -349,11 +365,20 @@ TEST(fuzz)
 	ASSERT_EQ(cnl_open(&nl), 0);
 	/* a worker that gets killed (it may kill itself) is replaced */
 	while (time(NULL) < end) {
+		ASSERT_OK(pipe(report));
 		pid = fork();
 		ASSERT_GE(pid, 0);
-		if (pid == 0)
-			fuzz_worker(seed + spawned, end);
+		if (pid == 0) {
+			close(report[0]);
+			fuzz_worker(seed + spawned, end, report[1]);
+		}
+		close(report[1]);
 		spawned++;
+		n = 0;
+		while (read(report[0], &n, sizeof(n)) == sizeof(n))
+			;
+		ops += n;
+		close(report[0]);
 		ASSERT_EQ(waitpid(pid, &status, 0), pid);
 		if (WIFSIGNALED(status)) {
 			ASSERT_EQ(WTERMSIG(status), SIGKILL);
@@ -362,7 +387,9 @@ TEST(fuzz)
 			ASSERT_EQ(WEXITSTATUS(status), 0);
 		}
 	}
-	TH_LOG("%u workers, %u killed by a kill request", spawned, killed);
+	TH_LOG("%u workers, %u killed by a kill request, about %lu operations",
+	       spawned, killed, ops);
+	EXPECT_GT(ops, 0ul);
 	for (i = 0; i < 500 && !zero; i++) {
 		cleanup(&nl);
 		ASSERT_EQ(cnl_stats(&nl, &s), 0);

@@ -6,6 +6,7 @@
  */
 #include <linux/capability.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -383,6 +384,54 @@ TEST_F(nl, snapshot_policy)
 	EXPECT_EQ(cnl_exchange(&self->nl, cnl_msg(&self->nl,
 			       CUBE_CMD_GET_SNAPSHOT, NLM_F_DUMP), NULL, NULL),
 		  0);
+}
+
+static int snapshot_id_cb(struct nlattr **tb, void *arg)
+{
+	struct nlattr *st[CUBE_SNAPSHOT_A_MAX + 1];
+
+	if (tb[CUBE_A_SNAPSHOT] &&
+	    !nla_parse_nested(st, CUBE_SNAPSHOT_A_MAX, tb[CUBE_A_SNAPSHOT],
+			      NULL) && st[CUBE_SNAPSHOT_A_ID])
+		*(uint64_t *)arg = nla_get_u64(st[CUBE_SNAPSHOT_A_ID]);
+	return 0;
+}
+
+static struct nl_msg *snapshot_msg(struct cnl *c, uint8_t cmd, uint64_t id)
+{
+	struct nl_msg *msg = cnl_msg(c, cmd, 0);
+	struct nlattr *n = nla_nest_start(msg, CUBE_A_SNAPSHOT);
+
+	nla_put_u64(msg, CUBE_SNAPSHOT_A_ID, id);
+	nla_nest_end(msg, n);
+	return msg;
+}
+
+/* The family hands the snapshot commands to the snapshot code. */
+TEST_F(nl, snapshot_commands)
+{
+	struct cube_snapshot_create sc = { .source = CUBE_SNAPSHOT_SRC_MEMFD };
+	int memfd = memfd_create("cube-nl", MFD_CLOEXEC);
+	uint64_t got = 0;
+
+	ASSERT_GE(memfd, 0);
+	ASSERT_OK(ftruncate(memfd, 4 * 4096));
+	sc.fd = memfd;
+	sc.length = 4 * 4096;
+	ASSERT_OK(ioctl(self->dev, CUBE_IOC_SNAPSHOT_CREATE, &sc));
+	close(memfd);
+	ASSERT_EQ(cnl_exchange(&self->nl, snapshot_msg(&self->nl,
+			       CUBE_CMD_GET_SNAPSHOT, sc.id), snapshot_id_cb,
+			       &got), 0);
+	EXPECT_EQ(got, sc.id);
+	ASSERT_EQ(cnl_exchange(&self->nl, snapshot_msg(&self->nl,
+			       CUBE_CMD_DEL_SNAPSHOT, sc.id), NULL, NULL), 0);
+	EXPECT_EQ(cnl_exchange(&self->nl, snapshot_msg(&self->nl,
+			       CUBE_CMD_GET_SNAPSHOT, sc.id), NULL, NULL),
+		  -ENOENT);
+	EXPECT_EQ(cnl_exchange(&self->nl, snapshot_msg(&self->nl,
+			       CUBE_CMD_DEL_SNAPSHOT, sc.id), NULL, NULL),
+		  -ENOENT);
 }
 
 /* Drop CAP_NET_ADMIN from the effective set of this process. */
