@@ -38,7 +38,7 @@ static const unsigned char guest_code[] = {
 
 FIXTURE(vm) {
 	int dev, kvm, vm, vcpu, clone;
-	uint64_t snap;
+	uint64_t snap, first_id;
 	unsigned char *mem;
 	struct kvm_run *run;
 	size_t run_size;
@@ -75,6 +75,8 @@ FIXTURE_SETUP(vm)
 	if (self->kvm < 0)
 		SKIP("no /dev/kvm: %s", strerror(errno));
 	ASSERT_OK(mem_stats(self->dev, &self->base));
+	self->first_id = mem_probe_id(self->dev);
+	ASSERT_NE(self->first_id, 0);
 
 	img = mem_region(GUEST_MEM);
 	ASSERT_NE(img, MAP_FAILED);
@@ -122,8 +124,8 @@ FIXTURE_TEARDOWN(vm)
 		munmap(self->mem, GUEST_MEM);
 	if (self->clone > 0)
 		close(self->clone);
-	if (self->snap)
-		mem_snapshot_delete(self->dev, self->snap);
+	if (self->dev > 0)
+		mem_delete_since(self->dev, self->first_id);
 	/* the VM and the clone are gone: nothing of them is left */
 	if (self->dev > 0 && !mem_stats(self->dev, &st) &&
 	    (st.clones != self->base.clones ||

@@ -100,6 +100,32 @@ static inline int mem_stats(int dev, struct cube_mem_stats *st)
 	return ioctl(dev, CUBE_IOC_MEM_STATS, st);
 }
 
+/*
+ * The next snapshot id, found by taking and deleting a one-page snapshot:
+ * ids grow, so the snapshots a test made lie between two probes.
+ */
+static inline uint64_t mem_probe_id(int dev)
+{
+	static const char page[PAGE] __attribute__((aligned(PAGE)));
+	uint64_t id = 0;
+
+	if (mem_snapshot_user(dev, page, PAGE, &id))
+		return 0;
+	mem_snapshot_delete(dev, id);
+	return id;
+}
+
+/* Delete whatever snapshot is left with an id between two probes. */
+static inline void mem_delete_since(int dev, uint64_t first)
+{
+	uint64_t last = mem_probe_id(dev), id;
+
+	if (!first || !last)
+		return;
+	for (id = first + 1; id < last; id++)
+		mem_snapshot_delete(dev, id);
+}
+
 /* A shared read-write mapping of a whole clone. */
 static inline void *mem_map(int clone, size_t len)
 {

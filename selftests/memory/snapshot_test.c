@@ -16,6 +16,7 @@
 
 FIXTURE(mem) {
 	int dev;
+	uint64_t first_id;
 	struct cube_mem_stats base;
 };
 
@@ -24,13 +25,18 @@ FIXTURE_SETUP(mem)
 	self->dev = mem_open_dev();
 	if (self->dev < 0)
 		SKIP("no /dev/cube: %s", strerror(errno));
+	self->first_id = mem_probe_id(self->dev);
+	ASSERT_NE(self->first_id, 0);
 	ASSERT_OK(mem_stats(self->dev, &self->base));
 }
 
 FIXTURE_TEARDOWN(mem)
 {
-	if (self->dev >= 0)
-		close(self->dev);
+	if (self->dev < 0)
+		return;
+	/* a failed test leaves no snapshot behind */
+	mem_delete_since(self->dev, self->first_id);
+	close(self->dev);
 }
 
 /* The counters now, minus the fixture's baseline. */
