@@ -7,7 +7,7 @@
  * reseeds the RNG, and files land in the writable overlay.  The same with
  * the minimal kernel of guest/kernel.config when it was built.
  *
- * Runs in the VM harness (needs /dev/kvm, ./cube-vmm, ./initramfs.cpio.gz
+ * Runs in the VM harness (needs /dev/kvm, ../vmm/cube-vmm, ./initramfs.cpio.gz
  * and the rootfs image, a TEST_DISKS entry: /dev/disk/cube/rootfs-*.ext4,
  * or $CUBE_ROOTFS).
  */
@@ -16,7 +16,7 @@
 
 #include "agent_test.h"
 
-#define VMM		"./cube-vmm"
+#define VMM		"../vmm/cube-vmm"	/* installed by the vmm group */
 #define INITRD		"./initramfs.cpio.gz"
 #define BOOT_TIMEOUT_S	180	/* nested TCG boots are slow */
 
