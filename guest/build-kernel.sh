@@ -3,8 +3,8 @@
 #
 # build-kernel.sh OUTDIR: build cube's minimal guest kernel from Debian's
 # linux-source-6.1 package and guest/kernel.config (applied on top of
-# allnoconfig).  The result is cached by the hash of the fragment, this
-# script and the source tarball's name:
+# allnoconfig).  The result is cached by the hash of the fragment and the
+# source package's version:
 #
 #   OUTDIR/kernel-<hash>/bzImage, OUTDIR/kernel-<hash>/vmlinux
 #   OUTDIR/bzImage-cube, OUTDIR/vmlinux-cube   (symlinks to the newest build)
@@ -12,6 +12,9 @@
 # Runs at the lowest priority on one job (nice -n 19 make -j1); set JOBS to
 # change the job count.  Not part of the default build: the Debian cloud
 # kernel is the default guest kernel.
+#
+# build-kernel.sh OUTDIR --path: print the bzImage of the current fragment
+# when it has been built (nothing otherwise), build nothing.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,10 +31,15 @@ done
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-hash=$( (cat "$here/kernel.config" "$here/build-kernel.sh"; basename "$tarball"; \
+# the kernel is named by its config fragment and its source, nothing else
+hash=$( (cat "$here/kernel.config"; basename "$tarball"; \
 	 dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null || true) | \
 	sha256sum | cut -c1-16)
 dest=$out/kernel-$hash
+if [ "${2:-}" = --path ]; then
+	[ -f "$dest/bzImage" ] && echo "$dest/bzImage"
+	exit 0
+fi
 if [ -f "$dest/bzImage" ] && [ -f "$dest/vmlinux" ]; then
 	echo "build-kernel: up to date: $dest"
 	exit 0
