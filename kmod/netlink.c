@@ -54,7 +54,8 @@ cube_pool_new_policy[CUBE_POOL_A_MAX + 1] = {
 				    .len = CUBE_NAME_MAX - 1 },
 	[CUBE_POOL_A_TARGET]	=
 		NLA_POLICY_RANGE(NLA_U32, 1, CUBE_POOL_TARGET_MAX),
-	[CUBE_POOL_A_LOW]	= NLA_POLICY_MAX(NLA_U32, CUBE_POOL_TARGET_MAX),
+	[CUBE_POOL_A_LOW]	=
+		NLA_POLICY_MAX(NLA_U32, CUBE_POOL_TARGET_MAX),
 };
 
 static const struct nla_policy
@@ -63,7 +64,8 @@ cube_pool_set_policy[CUBE_POOL_A_MAX + 1] = {
 				    .len = CUBE_NAME_MAX - 1 },
 	[CUBE_POOL_A_TARGET]	=
 		NLA_POLICY_RANGE(NLA_U32, 1, CUBE_POOL_TARGET_MAX),
-	[CUBE_POOL_A_LOW]	= NLA_POLICY_MAX(NLA_U32, CUBE_POOL_TARGET_MAX),
+	[CUBE_POOL_A_LOW]	=
+		NLA_POLICY_MAX(NLA_U32, CUBE_POOL_TARGET_MAX),
 };
 
 /* Top-level policies. */
@@ -571,8 +573,8 @@ static int cube_nl_pool_set_doit(struct sk_buff *skb, struct genl_info *info)
 	if (ret == -ENOENT)
 		cube_nl_pool_missing(info, tb);
 	else if (ret == -ERANGE)
-		NL_SET_ERR_MSG_ATTR(info->extack,
-				    tb[CUBE_POOL_A_LOW] ?: tb[CUBE_POOL_A_TARGET],
+		NL_SET_ERR_MSG_ATTR(info->extack, tb[CUBE_POOL_A_LOW] ?
+				    tb[CUBE_POOL_A_LOW] : tb[CUBE_POOL_A_TARGET],
 				    "low watermark above target");
 	return ret;
 }

@@ -453,7 +453,8 @@ static bool cube_state_transition_ok(u32 from, u32 to)
 	case CUBE_SANDBOX_READY:
 		return from == CUBE_SANDBOX_CREATING;
 	case CUBE_SANDBOX_RUNNING:
-		return from == CUBE_SANDBOX_READY || from == CUBE_SANDBOX_PAUSED;
+		return from == CUBE_SANDBOX_READY ||
+		       from == CUBE_SANDBOX_PAUSED;
 	case CUBE_SANDBOX_PAUSED:
 		return from == CUBE_SANDBOX_RUNNING;
 	case CUBE_SANDBOX_EXITED:

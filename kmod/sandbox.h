@@ -42,13 +42,15 @@ struct cube_sandbox {
 	u64 created_ns;
 	struct pid *owner;		/* tgid of the creator, the VMM */
 	wait_queue_head_t wq;		/* poll(): kill requests, take */
-	struct delayed_work kill_work;	/* SIGKILL after the grace period */
+	struct delayed_work kill_work;	/* SIGKILL after the grace time */
 
 	struct mutex lock;		/* protects the fields below */
 	bool dead;			/* fd released, being torn down */
 	u32 state;			/* enum cube_sandbox_state */
 	u32 exit_reason;		/* enum cube_exit_reason */
-	u32 flags;			/* CUBE_SANDBOX_F_*, read locklessly by poll */
+	u32 flags;			/* CUBE_SANDBOX_F_*; poll reads it
+					 * without the lock
+					 */
 	u32 vcpus;
 	u32 owner_uid;
 	u64 memory_bytes;
