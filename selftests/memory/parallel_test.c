@@ -6,6 +6,9 @@
  * write their own pattern and check they never see another clone's.
  * Several threads share one clone and race reads, writes and resets on
  * it: every read sees the snapshot or the value its page's owner wrote.
+ * Then writers, a resetter, a forker (snapshots of the clone, cloned and
+ * read back) and a mapper (mmap, touch, munmap) all at once, for a few
+ * seconds: nothing crashes, nothing leaks.
  */
 #include <pthread.h>
 
@@ -234,6 +237,108 @@ TEST_F(par, threads_race_on_one_clone)
 	ASSERT_OK(ioctl(sc.clone, CUBE_IOC_CLONE_RESET, 0));
 	for (i = 0; i < NR_PAGES; i++)
 		EXPECT_EQ(sc.m[i * PAGE + 5], snap_byte(i));
+	munmap(sc.m, NR_PAGES * PAGE);
+	close(sc.clone);
+	check_back(&self->base);
+}
+
+static volatile int chaos_stop;
+static int chaos_bad;
+static int chaos_forks, chaos_maps;
+
+static void *chaos_writer(void *arg)
+{
+	unsigned int seed = (unsigned int)(intptr_t)arg;
+
+	while (!chaos_stop) {
+		int p = rand_r(&seed) % NR_PAGES;
+
+		if (rand_r(&seed) % 2)
+			sc.m[p * PAGE + rand_r(&seed) % PAGE] = 0x40 + p % 4;
+		else if (sc.m[p * PAGE] != snap_byte(p) &&
+			 sc.m[p * PAGE] != 0x40 + p % 4)
+			chaos_bad = 1;
+	}
+	return NULL;
+}
+
+static void *chaos_forker(void *arg)
+{
+	while (!chaos_stop) {
+		uint64_t id;
+		unsigned char *m;
+		int c;
+
+		if (mem_snapshot_clone(dev, sc.clone, &id)) {
+			chaos_bad = 1;
+			break;
+		}
+		c = mem_clone(dev, id, CUBE_CLONE_F_PREFAULT);
+		if (c >= 0) {
+			m = mem_map(c, NR_PAGES * PAGE);
+			if (m != MAP_FAILED) {
+				if (m[2 * PAGE] != snap_byte(2) &&
+				    m[2 * PAGE] != 0x42)
+					chaos_bad = 1;
+				m[3 * PAGE] = 1;
+				munmap(m, NR_PAGES * PAGE);
+			}
+			close(c);
+		}
+		if (mem_snapshot_delete(dev, id))
+			chaos_bad = 1;
+		__atomic_add_fetch(&chaos_forks, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void *chaos_mapper(void *arg)
+{
+	while (!chaos_stop) {
+		size_t off = (rand() % 8) * 8;
+		unsigned char *m = mmap(NULL, 8 * PAGE, PROT_READ | PROT_WRITE,
+					MAP_SHARED, sc.clone, off * PAGE);
+
+		if (m == MAP_FAILED) {
+			chaos_bad = 1;
+			break;
+		}
+		m[PAGE] = 0x40 + (off + 1) % 4;
+		madvise(m, 8 * PAGE, MADV_DONTNEED);
+		(void)*(volatile unsigned char *)(m + 5 * PAGE);
+		munmap(m, 8 * PAGE);
+		chaos_maps++;
+	}
+	return NULL;
+}
+
+TEST_F(par, chaos_on_one_clone)
+{
+	pthread_t t[6];
+	int i;
+
+	sc.clone = mem_clone(dev, snap_id, 0);
+	ASSERT_GE(sc.clone, 0);
+	sc.m = mem_map(sc.clone, NR_PAGES * PAGE);
+	ASSERT_NE(sc.m, MAP_FAILED);
+	sc.stop = 0;
+	chaos_stop = 0;
+	ASSERT_EQ(pthread_create(&t[0], NULL, chaos_writer, (void *)1), 0);
+	ASSERT_EQ(pthread_create(&t[1], NULL, chaos_writer, (void *)2), 0);
+	ASSERT_EQ(pthread_create(&t[2], NULL, chaos_forker, NULL), 0);
+	ASSERT_EQ(pthread_create(&t[3], NULL, chaos_mapper, NULL), 0);
+	ASSERT_EQ(pthread_create(&t[4], NULL, reset_thread, NULL), 0);
+	ASSERT_EQ(pthread_create(&t[5], NULL, chaos_forker, NULL), 0);
+	sleep(3);
+	chaos_stop = 1;
+	sc.stop = 1;
+	for (i = 0; i < 6; i++)
+		ASSERT_EQ(pthread_join(t[i], NULL), 0);
+	TH_LOG("%d forks, %d mappings", chaos_forks, chaos_maps);
+	EXPECT_GT(chaos_forks, 0);
+	EXPECT_GT(chaos_maps, 0);
+	EXPECT_EQ(chaos_bad, 0);
+	EXPECT_EQ(sc.bad, 0);
 	munmap(sc.m, NR_PAGES * PAGE);
 	close(sc.clone);
 	check_back(&self->base);
