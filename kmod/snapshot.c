@@ -239,7 +239,8 @@ struct page *cube_snapshot_page(struct cube_snapshot *snap, pgoff_t index)
  */
 int cube_snapshot_record(struct cube_snapshot *snap, pgoff_t index)
 {
-	int ret = xa_insert(&snap->ws, index, xa_mk_value(0), GFP_KERNEL);
+	int ret = xa_insert(&snap->ws, index, xa_mk_value(0),
+			    GFP_KERNEL_ACCOUNT);
 
 	if (!ret)
 		atomic_long_inc(&snap->ws_pages);
