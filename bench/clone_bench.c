@@ -13,6 +13,7 @@
  *
  * Reported per round (median of ROUNDS): wall time, minor faults
  * (getrusage), faults the clone handled, and the clone's private pages.
+ * Then the cost of forking a touched clone into a new snapshot.
  * Not a test: it prints figures and fails only when something errors.
  *
  *	clone_bench [-r ROUNDS]
@@ -174,6 +175,46 @@ static int round_memfd(struct sample *s)
 	return bad ? -EIO : 0;
 }
 
+/* Fork a touched clone: the new snapshot copies only its private pages. */
+static int fork_cost(void)
+{
+	struct cube_clone_create cc = { .snapshot_id = snap_id };
+	struct cube_snapshot_create sc = { .source = CUBE_SNAPSHOT_SRC_CLONE };
+	struct cube_snapshot_info info = { 0 };
+	struct cube_snapshot_id del = { 0 };
+	unsigned char *m;
+	double t;
+	int fd, ret = 0;
+
+	fd = ioctl(dev, CUBE_IOC_CLONE_CREATE, &cc);
+	if (fd < 0)
+		return -errno;
+	m = mmap(NULL, SNAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	touch(m);
+	sc.fd = fd;
+	t = now_ms();
+	if (ioctl(dev, CUBE_IOC_SNAPSHOT_CREATE, &sc)) {
+		ret = -errno;
+		goto out_unmap;
+	}
+	t = now_ms() - t;
+	info.id = sc.id;
+	if (!ioctl(dev, CUBE_IOC_SNAPSHOT_INFO, &info))
+		printf("# fork of a touched clone: %.2f ms, %llu pages copied\n",
+		       t, (unsigned long long)info.pages);
+	del.id = sc.id;
+	ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del);
+out_unmap:
+	munmap(m, SNAP_SIZE);
+out:
+	close(fd);
+	return ret;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -238,6 +279,10 @@ int main(int argc, char **argv)
 		report("clone+record", rec, rounds);
 		report("clone+prefault", pre, rounds);
 		report("memfd-private", priv, rounds);
+		ret = fork_cost();
+		if (ret)
+			fprintf(stderr, "clone_bench: fork: %s\n",
+				strerror(-ret));
 	}
 	if (snap_id) {
 		del.id = snap_id;
