@@ -27,7 +27,7 @@ TEST(struct_layout)
 	CHECK_SIZE(cube_clone_create, 24);
 	CHECK_OFF(cube_clone_create, fd, 12);
 	CHECK_SIZE(cube_clone_counters, 72);
-	CHECK_OFF(cube_clone_counters, around, 64);
+	CHECK_OFF(cube_clone_counters, around, 56);
 	CHECK_SIZE(cube_mem_stats, 32);
 }
 
