@@ -86,6 +86,7 @@ run() {
 		return
 	fi
 	cp "$rootfs" /tmp/cubectl-rootfs.ext4
+	progress "building template t1"
 	expect "template build" 0 $C template build t1 --kernel /boot/vmlinuz \
 		--initrd ./initramfs.cpio.gz --rootfs /tmp/cubectl-rootfs.ext4 \
 		--append cube.rootfstype=ext4 --run 'echo built > /root/marker'

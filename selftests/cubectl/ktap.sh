@@ -12,13 +12,21 @@ ktap_plan() {
 ok() {
 	ktap_n=$((ktap_n + 1))
 	echo "ok $ktap_n $1"
+	progress "ok $ktap_n $1"
 }
 
 not_ok() {
 	ktap_n=$((ktap_n + 1))
 	echo "# $2"
 	echo "not ok $ktap_n $1"
+	progress "not ok $ktap_n $1: $2"
 	ktap_failed=1
+}
+
+# progress MSG: to the kernel log (the harness's console.log), as results
+# are printed only at the end
+progress() {
+	[ -w /dev/kmsg ] && echo "<3>${0##*/}: $1" | head -c 900 > /dev/kmsg
 }
 
 # expect NAME STATUS CMD...: CMD exits with STATUS
