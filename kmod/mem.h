@@ -52,11 +52,8 @@ void cube_snapshot_info(struct cube_snapshot *snap,
 struct cube_snapshot *cube_snapshot_next(u64 *id);
 struct cube_snapshot *cube_snapshot_alloc(pgoff_t nr_pages,
 					  struct cube_snapshot *parent);
-int cube_snapshot_link(struct cube_snapshot *snap);
-bool cube_page_is_zero(struct page *page);
 int cube_snapshot_store(struct cube_snapshot *snap, pgoff_t index,
 			struct page *page);
-long cube_snapshot_ioctl(unsigned int cmd, void __user *argp);
 void cube_snapshot_unlink_all(void);
 
 /* clone.c */

@@ -38,7 +38,7 @@ struct page *cube_zero_page;
  * cube_page_is_zero() - whether a page holds only zero bytes
  * @page: the page
  */
-bool cube_page_is_zero(struct page *page)
+static bool cube_page_is_zero(struct page *page)
 {
 	void *p = kmap_local_page(page);
 	bool zero = !memchr_inv(p, 0, PAGE_SIZE);
@@ -158,7 +158,7 @@ struct cube_snapshot *cube_snapshot_next(u64 *id)
  *
  * Return: 0 or a negative errno (the reference is dropped then).
  */
-int cube_snapshot_link(struct cube_snapshot *snap)
+static int cube_snapshot_link(struct cube_snapshot *snap)
 {
 	int ret;
 
