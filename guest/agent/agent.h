@@ -95,6 +95,9 @@ int init_guest(struct agent_config *cfg);
 
 /* modules.c */
 int modules_load(const char *cmdline);
+int modules_order(char *text, const char **order, size_t max);
+void modules_params(const char *cmdline, const char *name, char *out,
+		    size_t len);
 
 /* log.c */
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

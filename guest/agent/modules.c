@@ -25,14 +25,12 @@ struct moddep {
 	char *path;		/* relative to the modules directory */
 	char *deps;		/* space-separated paths */
 	char name[64];		/* normalised: '-' as '_' */
-	bool loaded;
+	bool loaded;		/* placed in the order */
 };
 
 struct modtab {
-	char dir[PATH_MAX];
 	struct moddep *mods;
 	size_t n;
-	const char *cmdline;
 };
 
 static void normalise(char *dst, size_t len, const char *path)
@@ -87,9 +85,16 @@ static struct moddep *find(struct modtab *t, const char *name)
 	return NULL;
 }
 
-/* "<name>.<param>=<value>" words of the command line, as "param=value ..." */
-static void params_for(const char *cmdline, const char *name, char *out,
-		       size_t len)
+/**
+ * modules_params() - a module's parameters from the kernel command line
+ * @cmdline: the command line
+ * @name: the module, '-' written as '_'
+ * @out: receives "param=value ..." of its "<name>.<param>=<value>" words
+ *	(with '-' or '_' in the name), in order
+ * @len: size of @out; words that do not fit are left out
+ */
+void modules_params(const char *cmdline, const char *name, char *out,
+		    size_t len)
 {
 	size_t nlen = strlen(name), o = 0;
 	const char *p = cmdline;
@@ -122,10 +127,12 @@ static void params_for(const char *cmdline, const char *name, char *out,
 	}
 }
 
-static int load(struct modtab *t, struct moddep *m, int depth)
+/* Depth first: dependencies before the module; each module once. */
+static int visit(struct modtab *t, struct moddep *m, const char **order,
+		 size_t max, size_t *n, int depth)
 {
-	char path[PATH_MAX * 2], params[1024], *deps, *dep, *save = NULL;
-	int fd, err = 0;
+	char *deps, *dep, *save = NULL;
+	int err = 0;
 
 	if (m->loaded)
 		return 0;
@@ -144,25 +151,61 @@ static int load(struct modtab *t, struct moddep *m, int depth)
 			err = -ENOENT;
 			break;
 		}
-		err = load(t, d, depth + 1);
+		err = visit(t, d, order, max, n, depth + 1);
 	}
 	free(deps);
 	if (err)
 		return err;
-	snprintf(path, sizeof(path), "%s/%s", t->dir, m->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (m->loaded)		/* a dependency cycle came back here */
+		return 0;
+	if (*n >= max)
+		return -E2BIG;
+	m->loaded = true;
+	order[(*n)++] = m->path;
+	return 0;
+}
+
+/**
+ * modules_order() - the load order of every module of a modules.dep
+ * @text: the file's text; modified, and @order points into it
+ * @order: receives module paths, dependencies first
+ * @max: room in @order
+ *
+ * Return: the number of modules, or a negative errno (-ENOENT for a
+ * dependency that is not listed, -ELOOP for too deep a chain).
+ */
+int modules_order(char *text, const char **order, size_t max)
+{
+	struct modtab t = { 0 };
+	size_t i, n = 0;
+	int err;
+
+	err = parse_dep(&t, text);
+	for (i = 0; !err && i < t.n; i++)
+		err = visit(&t, &t.mods[i], order, max, &n, 0);
+	free(t.mods);
+	return err ? err : (int)n;
+}
+
+static int load_one(const char *dir, const char *path, const char *cmdline)
+{
+	char file[PATH_MAX * 2], name[64], params[1024];
+	int fd, err = 0;
+
+	normalise(name, sizeof(name), path);
+	snprintf(file, sizeof(file), "%s/%s", dir, path);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		agent_log("module %s: %s: %s", m->name, path, strerror(errno));
+		agent_log("module %s: %s: %s", name, file, strerror(errno));
 		return err;
 	}
-	params_for(t->cmdline, m->name, params, sizeof(params));
+	modules_params(cmdline, name, params, sizeof(params));
 	if (syscall(SYS_finit_module, fd, params, 0) < 0 && errno != EEXIST) {
 		err = -errno;
-		agent_log("module %s: finit_module: %s", m->name, strerror(errno));
+		agent_log("module %s: finit_module: %s", name, strerror(errno));
 	}
 	close(fd);
-	m->loaded = !err;
 	return err;
 }
 
@@ -209,26 +252,26 @@ static char *slurp(const char *path)
  */
 int modules_load(const char *cmdline)
 {
-	struct modtab t = { .cmdline = cmdline };
+	const char *order[256];
+	char dir[PATH_MAX], dep[PATH_MAX + 16], *text;
 	struct utsname u;
-	char dep[PATH_MAX + 16], *text;
-	size_t i;
-	int err = 0, r;
+	int n, i, err = 0, r;
 
 	if (uname(&u) < 0)
 		return -errno;
-	snprintf(t.dir, sizeof(t.dir), "/lib/modules/%s", u.release);
-	snprintf(dep, sizeof(dep), "%s/modules.dep", t.dir);
+	snprintf(dir, sizeof(dir), "/lib/modules/%s", u.release);
+	snprintf(dep, sizeof(dep), "%s/modules.dep", dir);
 	text = slurp(dep);
 	if (!text)
 		return 0;
-	err = parse_dep(&t, text);
-	for (i = 0; !err && i < t.n; i++) {
-		r = load(&t, &t.mods[i], 0);
+	n = modules_order(text, order, sizeof(order) / sizeof(order[0]));
+	if (n < 0)
+		err = n;
+	for (i = 0; i < n; i++) {
+		r = load_one(dir, order[i], cmdline);
 		if (r && !err)
 			err = r;
 	}
-	free(t.mods);
 	free(text);
 	return err;
 }
