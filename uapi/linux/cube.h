@@ -388,7 +388,8 @@ struct cube_snapshot_info {
  *	faults */
 #define CUBE_CLONE_F_PREFAULT	(1U << 0)
 /** define CUBE_CLONE_F_RECORD - add the pages this clone touches to its
- *	snapshot's working set */
+ *	snapshot's working set (with %CUBE_CLONE_F_PREFAULT: the pages it
+ *	touches beyond what was prefaulted) */
 #define CUBE_CLONE_F_RECORD	(1U << 1)
 #define CUBE_CLONE_F_ALL	(CUBE_CLONE_F_PREFAULT | CUBE_CLONE_F_RECORD)
 
