@@ -622,13 +622,23 @@ TEST_F(sb, pool_ioctls)
 	EXPECT_ERRNO(sb_pool_enter(self->fd, "nope"), ENOENT);
 	EXPECT_ERRNO(sb_pool_enter(self->fd, "bad name"), EINVAL);
 	EXPECT_ERRNO(sb_pool_enter(self->fd, ""), EINVAL);
+#define BAD_POOL_ARG(fd_, cmd_, f_) do {				\
+	memset(&a, 0, sizeof(a));					\
+	strcpy(a.name, "sbt");						\
+	f_ = 1;								\
+	EXPECT_ERRNO(ioctl(fd_, cmd_, &a), EINVAL);			\
+} while (0)
+	BAD_POOL_ARG(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, a.flags);
+	BAD_POOL_ARG(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, a.reserved);
+	BAD_POOL_ARG(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, a.id);
+	BAD_POOL_ARG(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, a.owner_pid);
+	BAD_POOL_ARG(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, a.reserved2);
+	BAD_POOL_ARG(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, a.name[5]);
 	memset(&a, 0, sizeof(a));
-	strcpy(a.name, "sbt");
-	a.flags = 1;
+	memset(a.name, 's', sizeof(a.name));		/* no NUL */
 	EXPECT_ERRNO(ioctl(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, &a), EINVAL);
-	a.flags = 0;
-	a.id = 1;
-	EXPECT_ERRNO(ioctl(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, &a), EINVAL);
+	EXPECT_ERRNO(ioctl(self->fd, CUBE_IOC_SANDBOX_POOL_ENTER, NULL),
+		     EFAULT);
 	EXPECT_ERRNO(ioctl(self->fd, CUBE_IOC_SANDBOX_POOL_LEAVE, 0), ENOENT);
 	EXPECT_ERRNO(ioctl(self->fd, CUBE_IOC_SANDBOX_POOL_LEAVE, 1), EINVAL);
 	ASSERT_OK(sb_info(self->fd, &info));
@@ -659,10 +669,12 @@ TEST_F(sb, pool_ioctls)
 	}
 
 	/* take through /dev/cube */
-	memset(&a, 0, sizeof(a));
-	strcpy(a.name, "sbt");
-	a.reserved2 = 1;
-	EXPECT_ERRNO(ioctl(self->dev, CUBE_IOC_POOL_TAKE, &a), EINVAL);
+	BAD_POOL_ARG(self->dev, CUBE_IOC_POOL_TAKE, a.flags);
+	BAD_POOL_ARG(self->dev, CUBE_IOC_POOL_TAKE, a.reserved);
+	BAD_POOL_ARG(self->dev, CUBE_IOC_POOL_TAKE, a.id);
+	BAD_POOL_ARG(self->dev, CUBE_IOC_POOL_TAKE, a.owner_pid);
+	BAD_POOL_ARG(self->dev, CUBE_IOC_POOL_TAKE, a.reserved2);
+	BAD_POOL_ARG(self->dev, CUBE_IOC_POOL_TAKE, a.name[4]);
 	EXPECT_ERRNO(sb_pool_take(self->dev, "nope", &id, &pid), ENOENT);
 	EXPECT_ERRNO(sb_pool_take(self->dev, "a/b", &id, &pid), EINVAL);
 	EXPECT_ERRNO(ioctl(self->dev, CUBE_IOC_POOL_TAKE, NULL), EFAULT);
