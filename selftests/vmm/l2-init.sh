@@ -8,16 +8,20 @@ PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-# No /dev/console in the initramfs: the kernel gave us no stdio.
-exec < /dev/console > /dev/console 2>&1
+# The UART's own tty: output through the 8250 driver and its interrupts.
+exec < /dev/ttyS0 > /dev/ttyS0 2>&1
 
 # Results go to the console tty and to the kernel log (which the kernel
 # writes to the UART itself): a test sees them either way.
 say() {
 	echo "$*"
-	echo "$*" > /dev/kmsg
+	echo "<2>$*" > /dev/kmsg
 }
 say "CUBE-L2-INIT"
+# A helper's output, line by line, through say.
+run_say() {
+	"$@" 2>&1 | while read -r l; do say "$l"; done
+}
 
 mode=boot debug=
 for arg in $(cat /proc/cmdline); do
@@ -65,10 +69,10 @@ rng)
 	off
 	;;
 vsock)
-	exec /bin/vsock-echo 1234
+	run_say /bin/vsock-echo 1234
 	;;
 evil)
-	/bin/evil-virtq
+	run_say /bin/evil-virtq
 	off
 	;;
 reboot)
@@ -79,7 +83,13 @@ reboot)
 	say "CUBE-L2-HANG"
 	while :; do
 		sleep 5
-		[ -n "$debug" ] && cat /proc/interrupts > /dev/kmsg
+		if [ -n "$debug" ]; then
+			for f in /proc/interrupts /proc/tty/driver/serial; do
+				grep -E '^ *4:|ttyS|uart:16' $f | while read -r l; do
+					echo "<2>$l" > /dev/kmsg
+				done
+			done
+		fi
 	done
 	;;
 esac

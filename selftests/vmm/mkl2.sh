@@ -11,6 +11,8 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" \
 	"$root/lib/modules"
+# The kernel opens /dev/console for init before anything is mounted.
+mknod "$root/dev/console" c 5 1 2>/dev/null || true
 cp /bin/busybox "$root/bin/busybox"
 for app in $(/bin/busybox --list); do
 	[ "$app" = busybox ] || ln -s busybox "$root/bin/$app"
