@@ -173,9 +173,14 @@ static void unlink_locked(struct cube_backend *b, uint64_t id)
 	}
 }
 
-/* A sandbox E2B may use: running, not waiting in a pool. */
+/*
+ * A sandbox E2B may use: running (not waiting in a pool), and not asked to
+ * stop: a killed sandbox is gone for E2B at once, while its VMM winds down.
+ */
 static bool usable(const struct cube_nl_sandbox *ns)
 {
+	if (ns->flags & CUBE_SANDBOX_F_KILL_REQUESTED)
+		return false;
 	return ns->state == CUBE_SANDBOX_RUNNING ||
 	       ns->state == CUBE_SANDBOX_PAUSED;
 }
