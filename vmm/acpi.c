@@ -16,6 +16,8 @@
 #define FADT_BOOT_ARCH		((1 << 2) | (1 << 3) | (1 << 4) | (1 << 5))
 #define GAS_SYSTEM_IO		1
 #define ACPI_SCI_IRQ		9	/* unused, but not IRQ 0 */
+#define ACPI_UART_PORT		0x3f8
+#define ACPI_UART_IRQ		4
 #define IOAPIC_ADDR		0xfec00000U
 #define LAPIC_ADDR		0xfee00000U
 
@@ -215,6 +217,53 @@ static void aml_device(struct acpi_buf *b, int idx,
 	put(b, body, db.len);
 }
 
+/*
+ * The UART as a PNP0501 device: with a hardware-reduced FADT, Linux has no
+ * legacy PIC and maps no ISA IRQ by itself, so the 8250 driver gets IRQ 4
+ * through this device's resources.
+ */
+static void aml_uart(struct acpi_buf *b)
+{
+	uint8_t body[96], crs[32];
+	struct acpi_buf db = { .p = body, .cap = sizeof(body) };
+	struct acpi_buf cb = { .p = crs, .cap = sizeof(crs) };
+
+	put8(&cb, 0x47);		/* I/O port, 16-bit decode */
+	put8(&cb, 0x01);
+	put16(&cb, ACPI_UART_PORT);
+	put16(&cb, ACPI_UART_PORT);
+	put8(&cb, 1);			/* alignment */
+	put8(&cb, 8);			/* length */
+	put8(&cb, 0x89);		/* extended IRQ: edge, active high */
+	put16(&cb, 6);
+	put8(&cb, 0x03);
+	put8(&cb, 1);
+	put32(&cb, ACPI_UART_IRQ);
+	put8(&cb, 0x79);
+	put8(&cb, 0);
+
+	aml_name_string(&db, "_HID", "PNP0501");
+	put8(&db, 0x08);
+	put(&db, "_UID", 4);
+	put8(&db, 0x00);		/* ZeroOp */
+	put8(&db, 0x08);
+	put(&db, "_CRS", 4);
+	put8(&db, 0x11);
+	aml_pkglen(&db, 2 + cb.len);
+	put8(&db, 0x0a);
+	put8(&db, cb.len);
+	put(&db, crs, cb.len);
+	if (cb.err || db.err) {
+		b->err = -ENOSPC;
+		return;
+	}
+	put8(b, 0x5b);
+	put8(b, 0x82);
+	aml_pkglen(b, 4 + db.len);
+	put(b, "COM1", 4);
+	put(b, body, db.len);
+}
+
 static void build_dsdt(struct acpi_buf *b, const struct acpi_mmio_dev *devs,
 		       int nr_devs)
 {
@@ -229,6 +278,7 @@ static void build_dsdt(struct acpi_buf *b, const struct acpi_mmio_dev *devs,
 
 	put_header(b, "DSDT", 2);
 	put(b, s5, sizeof(s5));
+	aml_uart(&sb);
 	for (i = 0; i < nr_devs; i++)
 		aml_device(&sb, i, &devs[i]);
 	if (sb.err) {

@@ -2,10 +2,11 @@
 /*
  * Minimal ACPI tables: RSDP, XSDT, FADT (hardware-reduced, with sleep
  * control/status and reset registers on I/O ports), MADT (local APICs and
- * the IOAPIC) and a DSDT naming \_S5 and one LNRO0005 (virtio-mmio) device
- * per virtio transport.  The guest kernel's CONFIG_X86_MPPARSE is off, so
- * ACPI is how it finds its CPUs, and CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES is
- * off, so ACPI is how virtio_mmio finds its devices.
+ * the IOAPIC) and a DSDT naming \_S5, the UART (PNP0501) and one LNRO0005
+ * (virtio-mmio) device per virtio transport.  The guest kernel's
+ * CONFIG_X86_MPPARSE is off, so ACPI is how it finds its CPUs, and
+ * CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES is off, so ACPI is how virtio_mmio
+ * finds its devices.
  */
 #ifndef CUBE_VMM_ACPI_H
 #define CUBE_VMM_ACPI_H
