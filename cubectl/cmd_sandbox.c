@@ -150,27 +150,14 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 
 /* --- fork --- */
 
-static int control_request(uint64_t id, const char *req, char *reply,
-			   size_t len)
-{
-	char path[PATH_MAX];
-	int ret;
-
-	reply[0] = '\0';
-	ret = cube_sandbox_path(path, sizeof(path), id, "control");
-	return ret ? ret : cc_control(path, req, reply, len);
-}
-
 int cmd_fork(struct cctx *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cube_template t;
-	struct cube_launch l = { .tmpl = &t };
+	char err[CUBE_ERR_MAX] = "";
 	struct cube_nl_sandbox sb;
-	char req[PATH_MAX + 64], reply[512], err[CUBE_ERR_MAX] = "";
 	struct cube_nl *nl;
 	uint64_t id, nid;
 	int opt, ret;
@@ -191,22 +178,10 @@ int cmd_fork(struct cctx *c, int argc, char **argv)
 	cube_nl_close(nl);
 	if (ret)
 		return cc_errno(ret, argv[optind]);
-	ret = cube_template_load(sb.template_name, &t, err);
-	if (ret)
-		return cc_err(cc_code(ret), "%s", err);
-	/* the fork's memory: a snapshot of the running sandbox */
-	snprintf(t.snapshot, sizeof(t.snapshot), "%s/forks/%llu-%ld",
-		 cube_state_dir(), (unsigned long long)id, (long)time(NULL));
-	snprintf(req, sizeof(req), "%s/forks", cube_state_dir());
-	mkdir(cube_state_dir(), 0755);
-	mkdir(req, 0700);
-	snprintf(req, sizeof(req), "snapshot %s\n", t.snapshot);
-	ret = control_request(id, req, reply, sizeof(reply));
-	if (ret)
-		return cc_err(ret == -ENOENT ? EX_NOTFOUND : EX_FAIL,
-			      "cannot snapshot sandbox %s: %s", argv[optind],
-			      reply[0] ? reply : strerror(-ret));
-	ret = cube_sandbox_launch(&l, &nid, err);
+	if (sb.state != CUBE_SANDBOX_RUNNING)
+		return cc_err(EX_CONFLICT, "sandbox %s is %s, not running",
+			      argv[optind], cube_nl_state_name(sb.state));
+	ret = cube_sandbox_fork(id, sb.template_name, &nid, err);
 	if (ret)
 		return launch_error(ret, err);
 	if (c->json) {

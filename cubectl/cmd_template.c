@@ -29,38 +29,6 @@
 
 #define MAX_RUN		64
 
-int cc_control(const char *path, const char *req, char *reply, size_t len)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t got = 0;
-	ssize_t n;
-	int fd, ret;
-
-	reply[0] = '\0';
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	while (got + 1 < len && (n = read(fd, reply + got, len - 1 - got)) > 0) {
-		got += n;
-		if (memchr(reply, '\n', got))
-			break;
-	}
-	close(fd);
-	reply[got] = '\0';
-	if (got && reply[got - 1] == '\n')
-		reply[got - 1] = '\0';
-	return strncmp(reply, "OK", 2) ? -EIO : 0;
-}
-
 static bool regular_file(const char *p)
 {
 	struct stat st;
@@ -182,7 +150,7 @@ static void cleanup_build(struct build *b, bool failed)
 	char reply[256];
 
 	if (b->vmm > 0) {
-		if (cc_control(b->control, "stop\n", reply, sizeof(reply)))
+		if (cube_control(b->control, "stop\n", reply, sizeof(reply)))
 			kill(b->vmm, SIGKILL);
 		waitpid(b->vmm, NULL, 0);
 	}
@@ -334,7 +302,7 @@ static int template_build(int argc, char **argv)
 	cube_agent_close(a);
 	a = NULL;
 	snprintf(req, sizeof(req), "snapshot %s\n", b.t.snapshot);
-	ret = cc_control(b.control, req, reply, sizeof(reply));
+	ret = cube_control(b.control, req, reply, sizeof(reply));
 	if (ret) {
 		ret = cc_err(EX_FAIL, "snapshot failed: %s", reply[0] ? reply : strerror(-ret));
 		goto fail;

@@ -42,6 +42,7 @@ struct shim {
 	char template_name[CUBE_NAME_MAX];
 	unsigned int vcpus, memory_mb, boot_timeout;
 	const char *pool;
+	const char *own_snapshot;
 	struct cube_sandbox_label labels[CUBE_LABELS_MAX];
 	unsigned int nlabels;
 	int report_fd;
@@ -95,6 +96,7 @@ static int parse_args(struct shim *s, int argc, char **argv)
 		{ "memory", required_argument, NULL, 'm' },
 		{ "boot-timeout", required_argument, NULL, 'b' },
 		{ "pool", required_argument, NULL, 'p' },
+		{ "own-snapshot", required_argument, NULL, 'o' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "report-fd", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
@@ -129,6 +131,11 @@ static int parse_args(struct shim *s, int argc, char **argv)
 			if (!cube_name_valid(optarg))
 				return -EINVAL;
 			s->pool = optarg;
+			break;
+		case 'o':
+			if (optarg[0] != '/')
+				return -EINVAL;
+			s->own_snapshot = optarg;
 			break;
 		case 'l':
 			eq = strchr(optarg, '=');
@@ -480,5 +487,8 @@ out:
 		close(s.sbfd);
 	}
 	remove_dir(&s);
+	/* a fork's snapshot lives as long as the fork */
+	if (s.own_snapshot)
+		cube_remove_tree(s.own_snapshot);
 	return reason == CUBE_EXIT_SHUTDOWN || reason == CUBE_EXIT_KILLED ? 0 : 1;
 }

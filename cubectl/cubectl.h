@@ -59,9 +59,6 @@ int cc_parse_uint(const char *flag, const char *s, unsigned long min,
 int cc_parse_label(const char *s, char *key, size_t klen, char *val,
 		   size_t vlen);
 
-/* one request on a VMM control socket; -EIO when it answers ERR */
-int cc_control(const char *path, const char *req, char *reply, size_t len);
-
 /* output */
 void cc_json_print(struct json_object *o);	/* consumes @o */
 void cc_bytes(uint64_t n, char *buf, size_t len);	/* "1.5G" */

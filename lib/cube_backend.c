@@ -34,6 +34,7 @@ struct sbx {
 	char token[E2B_TOKEN_LEN + 1];
 	unsigned int vcpus;
 	unsigned int memory_mb;
+	struct timespec meta_mtime;	/* of e2b.json when last read or written */
 };
 
 struct cube_backend {
@@ -57,7 +58,18 @@ static void kvs_to_json(struct json_object *o, const char *k,
 	json_object_object_add(o, k, m);
 }
 
-static int meta_save(const struct sbx *s)
+static void meta_stat(uint64_t id, struct timespec *out)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	memset(out, 0, sizeof(*out));
+	if (!cube_sandbox_path(path, sizeof(path), id, "e2b.json") &&
+	    !stat(path, &st))
+		*out = st.st_mtim;
+}
+
+static int meta_save(struct sbx *s)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	struct json_object *o = json_object_new_object();
@@ -91,16 +103,28 @@ static int meta_save(const struct sbx *s)
 			unlink(tmp);
 	}
 	json_object_put(o);
+	if (!ret)
+		meta_stat(s->id, &s->meta_mtime);
 	return ret;
 }
 
+static void meta_load(struct sbx *s);
+
 int cube_meta_write_end(uint64_t id, time_t end_at)
 {
-	struct sbx s = { .id = id, .end_at = end_at };
-	int ret;
+	struct sbx s = { .id = id };
+	int ret = 0;
 
-	ret = e2b_token_new(s.token);
-	return ret ? ret : meta_save(&s);
+	/* keep what is there (a token cubed gave out), change the end */
+	meta_load(&s);
+	s.end_at = end_at;
+	if (!s.token[0])
+		ret = e2b_token_new(s.token);
+	if (!ret)
+		ret = meta_save(&s);
+	e2b_kvs_free(&s.metadata);
+	e2b_kvs_free(&s.env);
+	return ret;
 }
 
 static void kvs_from_json(struct json_object *o, const char *k,
@@ -125,6 +149,7 @@ static void meta_load(struct sbx *s)
 
 	if (cube_sandbox_path(path, sizeof(path), s->id, "e2b.json"))
 		return;
+	meta_stat(s->id, &s->meta_mtime);
 	o = json_object_from_file(path);
 	if (!o)
 		return;
@@ -234,6 +259,16 @@ static int sync_locked(struct cube_backend *b)
 			if (v[i].id == s->id && usable(&v[i]))
 				live = true;
 		if (live) {
+			struct timespec mt;
+
+			/* cubectl may have written its end time meanwhile */
+			meta_stat(s->id, &mt);
+			if (mt.tv_sec != s->meta_mtime.tv_sec ||
+			    mt.tv_nsec != s->meta_mtime.tv_nsec) {
+				e2b_kvs_free(&s->metadata);
+				e2b_kvs_free(&s->env);
+				meta_load(s);
+			}
 			pp = &s->next;
 			continue;
 		}
@@ -424,6 +459,63 @@ static int be_set_timeout(void *be, const char *sid, unsigned int secs)
 		ret = meta_save(s);
 	}
 	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+static int be_fork(void *be, const char *sid, unsigned int secs,
+		   struct e2b_sandbox *out, char *msg)
+{
+	struct cube_backend *b = be;
+	char tmpl[CUBE_NAME_MAX], err[CUBE_ERR_MAX] = "";
+	struct e2b_kvs meta = { 0 }, env = { 0 };
+	struct cube_nl_sandbox ns;
+	struct sbx *s;
+	uint64_t id, nid;
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	ret = lookup_locked(b, sid, &s);
+	if (!ret) {
+		id = s->id;
+		snprintf(tmpl, sizeof(tmpl), "%s", s->template_name);
+		ret = e2b_kvs_copy(&meta, &s->metadata);
+		if (!ret)
+			ret = e2b_kvs_copy(&env, &s->env);
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (ret)
+		goto out;
+	ret = cube_sandbox_fork(id, tmpl, &nid, err);
+	if (ret) {
+		snprintf(msg, E2B_MSG_MAX, "cannot fork: %s", err);
+		goto out;
+	}
+	pthread_mutex_lock(&b->lock);
+	ret = cube_nl_sandbox_get(b->nl, nid, &ns);
+	s = ret ? NULL : adopt_locked(b, &ns);
+	if (!ret && !s)
+		ret = -ENOMEM;
+	if (!ret) {
+		/* the fork inherits its parent's metadata and environment */
+		s->end_at = time(NULL) + secs;
+		e2b_kvs_free(&s->metadata);
+		e2b_kvs_free(&s->env);
+		s->metadata = meta;
+		s->env = env;
+		memset(&meta, 0, sizeof(meta));
+		memset(&env, 0, sizeof(env));
+		ret = meta_save(s);
+		if (!ret)
+			to_e2b(s, out);
+	}
+	if (ret) {
+		unlink_locked(b, nid);
+		cube_nl_sandbox_kill(b->nl, nid, 0);
+	}
+	pthread_mutex_unlock(&b->lock);
+out:
+	e2b_kvs_free(&meta);
+	e2b_kvs_free(&env);
 	return ret;
 }
 
@@ -898,6 +990,7 @@ static const struct e2b_backend_ops cube_ops = {
 	.get = be_get,
 	.kill = be_kill,
 	.set_timeout = be_set_timeout,
+	.fork = be_fork,
 	.proc_start = be_proc_start,
 	.proc_connect = be_proc_connect,
 	.proc_next = cube_proc_next,

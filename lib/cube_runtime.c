@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -299,7 +301,7 @@ int cube_template_list(char (**out)[CUBE_NAME_MAX], size_t *n)
 	return 0;
 }
 
-static int remove_tree(const char *path)
+int cube_remove_tree(const char *path)
 {
 	struct dirent *de;
 	struct stat st;
@@ -323,7 +325,7 @@ static int remove_tree(const char *path)
 			ret = -ENAMETOOLONG;
 			break;
 		}
-		ret = remove_tree(sub);
+		ret = cube_remove_tree(sub);
 		if (ret)
 			break;
 	}
@@ -343,7 +345,7 @@ int cube_template_remove(const char *name)
 	snprintf(conf, sizeof(conf), "%s/template.conf", dir);
 	if (access(conf, F_OK))
 		return -ENOENT;
-	return remove_tree(dir);
+	return cube_remove_tree(dir);
 }
 
 /* --- sandboxes --- */
@@ -461,6 +463,10 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 		argv[argc++] = "--pool";
 		argv[argc++] = l->pool;
 	}
+	if (l->own_snapshot) {
+		argv[argc++] = "--own-snapshot";
+		argv[argc++] = l->tmpl->snapshot;
+	}
 	for (i = 0; i < l->nlabels; i++) {
 		snprintf(labels[i], sizeof(labels[i]), "%s=%s",
 			 l->labels[i].key, l->labels[i].value);
@@ -505,5 +511,76 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 		;
 	ret = read_report(pfd[0], timeout + 10, id, err);
 	close(pfd[0]);
+	return ret;
+}
+
+int cube_control(const char *path, const char *req, char *reply, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t got = 0;
+	ssize_t n;
+	int fd, ret;
+
+	reply[0] = '\0';
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	while (got + 1 < len && (n = read(fd, reply + got, len - 1 - got)) > 0) {
+		got += n;
+		if (memchr(reply, '\n', got))
+			break;
+	}
+	close(fd);
+	reply[got] = '\0';
+	if (got && reply[got - 1] == '\n')
+		reply[got - 1] = '\0';
+	return strncmp(reply, "OK", 2) ? -EIO : 0;
+}
+
+int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
+		      char *err)
+{
+	static unsigned int seq;
+	struct cube_template t;
+	struct cube_launch l = { .tmpl = &t, .own_snapshot = true };
+	char ctl[PATH_MAX], req[PATH_MAX + 64], reply[512];
+	struct timespec now;
+	int ret;
+
+	ret = cube_template_load(template_name, &t, err);
+	if (ret)
+		return ret;
+	ret = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
+	if (ret)
+		return ret;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(req, sizeof(req), "%s/forks", cube_state_dir());
+	mkdir(cube_state_dir(), 0755);
+	mkdir(req, 0700);
+	if (snprintf(t.snapshot, sizeof(t.snapshot), "%s/forks/%llu-%lld-%ld-%u",
+		     cube_state_dir(), (unsigned long long)id,
+		     (long long)now.tv_sec, now.tv_nsec, __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED)) >=
+	    (int)sizeof(t.snapshot))
+		return -ENAMETOOLONG;
+	snprintf(req, sizeof(req), "snapshot %s\n", t.snapshot);
+	ret = cube_control(ctl, req, reply, sizeof(reply));
+	if (ret) {
+		cube_remove_tree(t.snapshot);
+		set_err(err, "cannot snapshot sandbox %llu: %s",
+			(unsigned long long)id, reply[0] ? reply : strerror(-ret));
+		return ret == -ECONNREFUSED ? -ENOENT : ret;
+	}
+	ret = cube_sandbox_launch(&l, nid, err);
+	if (ret)
+		cube_remove_tree(t.snapshot);	/* the shim never ran */
 	return ret;
 }

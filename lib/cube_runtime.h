@@ -62,6 +62,8 @@ int cube_template_load(const char *name, struct cube_template *t,
 /* @out: malloc()ed array of names (CUBE_NAME_MAX each), free() it */
 int cube_template_list(char (**out)[CUBE_NAME_MAX], size_t *n);
 int cube_template_remove(const char *name);
+/* rm -r, without following symlinks */
+int cube_remove_tree(const char *path);
 /* write template.conf into t->dir (created) */
 int cube_template_save(const struct cube_template *t);
 
@@ -79,6 +81,8 @@ struct cube_label_kv {
  * @labels, @nlabels: module labels
  * @pool: when not NULL, the sandbox waits in this pool instead of running
  * @boot_timeout: seconds to wait for the guest agent (0: default)
+ * @own_snapshot: the snapshot is this sandbox's alone (a fork's): removed
+ *	when the sandbox ends
  */
 struct cube_launch {
 	const struct cube_template *tmpl;
@@ -88,6 +92,7 @@ struct cube_launch {
 	unsigned int nlabels;
 	const char *pool;
 	unsigned int boot_timeout;
+	bool own_snapshot;
 };
 
 /**
@@ -108,6 +113,22 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err);
 struct cube_agent;
 /* a new connection to the sandbox's guest agent */
 int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
+
+/* one request on a VMM control socket; -EIO when it answers ERR */
+int cube_control(const char *path, const char *req, char *reply, size_t len);
+
+/**
+ * cube_sandbox_fork() - a new sandbox from a running one's current state
+ * @id: the running sandbox (its VMM snapshots it in place and goes on)
+ * @template_name: its template (the fork declares the same)
+ * @nid: set to the new sandbox's id
+ * @err: reason on failure
+ *
+ * The snapshot is kept in $CUBE_STATE_DIR/forks/ for as long as the fork
+ * lives; nothing stays behind when the fork fails.
+ */
+int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
+		      char *err);
 
 /* parse a decimal sandbox id; -EINVAL when it is none */
 int cube_parse_id(const char *s, uint64_t *id);

@@ -190,6 +190,9 @@ struct e2b_backend_ops {
 	int (*get)(void *be, const char *id, struct e2b_sandbox *out);
 	int (*kill)(void *be, const char *id);
 	int (*set_timeout)(void *be, const char *id, unsigned int secs);
+	/* a new sandbox from a running one's state; NULL: not supported */
+	int (*fork)(void *be, const char *id, unsigned int secs,
+		    struct e2b_sandbox *out, char *msg);
 
 	int (*proc_start)(void *be, const char *id, const struct e2b_start *req,
 			  struct e2b_proc **out, char *msg);

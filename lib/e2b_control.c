@@ -310,6 +310,54 @@ static void do_metrics(const struct e2b_api *api, const struct e2b_route *rt,
 	e2b_reply_json(resp, 200, json_object_new_array());
 }
 
+static void do_fork(const struct e2b_api *api, const struct e2b_route *rt,
+		    const struct e2b_request *req, struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_sandbox sb = { 0 };
+	char msg[E2B_MSG_MAX] = "";
+	struct json_object *arr;
+	unsigned int secs, count, i;
+	int ret;
+
+	if (e2b_parse_fork(req->body, req->body_len, &secs, &count, msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
+	}
+	ret = b->ops->get(b->be, rt->sandbox, &sb);
+	if (ret) {
+		backend_error(resp, ret, rt->sandbox, NULL);
+		return;
+	}
+	e2b_sandbox_free(&sb);
+	if (!b->ops->fork) {
+		e2b_reply_error(resp, 501, "fork is not supported by this server");
+		return;
+	}
+	/* each fork succeeds or fails on its own */
+	arr = json_object_new_array();
+	for (i = 0; arr && i < count; i++) {
+		struct json_object *r = json_object_new_object();
+		struct e2b_sandbox child = { 0 };
+
+		msg[0] = '\0';
+		ret = b->ops->fork(b->be, rt->sandbox, secs, &child, msg);
+		if (!ret) {
+			json_object_object_add(r, "sandbox",
+					       e2b_json_sandbox(&child, true));
+		} else {
+			unsigned int st = e2b_status_from_errno(ret);
+
+			json_object_object_add(r, "error",
+					       e2b_json_error(st, msg[0] ? msg :
+							      strerror(-ret)));
+		}
+		e2b_sandbox_free(&child);
+		json_object_array_add(arr, r);
+	}
+	e2b_reply_json(resp, 201, arr);
+}
+
 static void not_supported(const struct e2b_api *api, const struct e2b_route *rt,
 			  struct e2b_response *resp, const char *what)
 {
@@ -365,7 +413,7 @@ void e2b_control_handle(const struct e2b_api *api, const struct e2b_route *rt,
 		not_supported(api, rt, resp, "pause");
 		break;
 	case E2B_R_FORK:
-		not_supported(api, rt, resp, "fork");
+		do_fork(api, rt, req, resp);
 		break;
 	case E2B_R_SNAPSHOT:
 		not_supported(api, rt, resp, "snapshot");

@@ -362,6 +362,36 @@ int e2b_parse_timeout(const char *body, size_t len, bool required,
 	return ret;
 }
 
+int e2b_parse_fork(const char *body, size_t len, unsigned int *secs,
+		   unsigned int *count, char *err)
+{
+	struct json_object *o, *v;
+	int64_t x;
+	int ret = 0;
+
+	*secs = E2B_TIMEOUT_DEFAULT;
+	*count = 1;
+	if (!len)
+		return 0;
+	o = e2b_json_parse(body, len, err);
+	if (!o)
+		return -EINVAL;
+	v = field(o, "timeout");
+	if (v) {
+		ret = get_int(v, "timeout", 0, E2B_TIMEOUT_MAX, &x, err);
+		if (!ret)
+			*secs = x;
+	}
+	v = ret ? NULL : field(o, "count");
+	if (v) {
+		ret = get_int(v, "count", 1, E2B_FORK_MAX, &x, err);
+		if (!ret)
+			*count = x;
+	}
+	json_object_put(o);
+	return ret;
+}
+
 void e2b_time_str(time_t t, char buf[32])
 {
 	struct tm tm;

@@ -35,6 +35,11 @@ int e2b_parse_new_sandbox(const char *body, size_t len,
 int e2b_parse_timeout(const char *body, size_t len, bool required,
 		      unsigned int *secs, bool *given, char *err);
 
+/* {"timeout"?: N, "count"?: 1..E2B_FORK_MAX} */
+#define E2B_FORK_MAX	16
+int e2b_parse_fork(const char *body, size_t len, unsigned int *secs,
+		   unsigned int *count, char *err);
+
 struct json_object *e2b_json_sandbox(const struct e2b_sandbox *sb,
 				     bool with_token);
 struct json_object *e2b_json_sandbox_detail(const struct e2b_sandbox *sb);

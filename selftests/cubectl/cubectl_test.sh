@@ -137,6 +137,25 @@ run() {
 	out=$($C exec "$id" -- cat /root/marker)
 	[ "$out" = built ] && ok "the template's --run result is in the sandbox" ||
 		not_ok "the template's --run result is in the sandbox" "got '$out'"
+	$C exec "$id" -- sh -c 'echo before-fork > /root/state'
+	fid=$($C fork "$id" 2>/tmp/ktap.err)
+	case "$fid" in
+	[1-9]*)
+		out=$($C exec "$fid" -- cat /root/state)
+		[ "$out" = before-fork ] && ok "fork copies the running sandbox" ||
+			not_ok "fork copies the running sandbox" "got '$out'"
+		$C exec "$fid" -- sh -c 'echo child > /root/state'
+		out=$($C exec "$id" -- cat /root/state)
+		[ "$out" = before-fork ] && ok "the parent does not see the fork's writes" ||
+			not_ok "the parent does not see the fork's writes" "got '$out'"
+		$C kill "$fid" >/dev/null
+		wait_until 30 gone "$fid"
+		;;
+	*)
+		not_ok "fork copies the running sandbox" "got '$fid': $(cat /tmp/ktap.err)"
+		;;
+	esac
+	expect "fork of an unknown id exits 3" 3 $C fork 999999
 	expect "exec -t is refused" 2 $C exec -t "$id" -- true
 	expect "exec of a missing program exits 125" 125 $C exec "$id" -- /no/such/program
 
@@ -214,6 +233,24 @@ run() {
 	cubed_pid=
 	[ $st = 0 ] && ok "cubed stops on SIGTERM with status 0" ||
 		not_ok "cubed stops on SIGTERM with status 0" "status $st"
+	# end times survive a restart of cubed: it rebuilds from the module
+	id4=$($C create --template t1 --vcpus 1 --timeout 2)
+	sleep 4
+	if [ -n "$id4" ] && ! gone "$id4"; then
+		ok "without cubed nothing ends a sandbox"
+	else
+		not_ok "without cubed nothing ends a sandbox" "id '$id4'"
+	fi
+	./cubed --no-api 2>>/tmp/cubectl-test/cubed.log &
+	cubed_pid=$!
+	if [ -n "$id4" ] && wait_until 60 gone "$id4"; then
+		ok "a restarted cubed enforces an end time set while it was down"
+	else
+		not_ok "a restarted cubed enforces an end time set while it was down" "id '$id4' still there"
+	fi
+	kill "$cubed_pid"
+	wait "$cubed_pid"
+	cubed_pid=
 	expect "template rm of a pooled template exits 7" 7 $C template rm t1
 	expect "pool set --size 0 removes the pool" 0 $C pool set t1 --size 0
 	expect "kill of the remaining sandbox" 0 $C kill "$id2"

@@ -313,6 +313,14 @@ TEST(kill_and_timeout)
 	e2b_response_free(&r);
 	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/8/pause", &keyed, NULL, 0, &r), 404);
 	e2b_response_free(&r);
+	/* this backend cannot fork: a bad body is still a 400 first */
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/fork", &keyed,
+			 "{\"count\":0}", 11, &r), 400);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/8/fork", &keyed, NULL, 0, &r), 404);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/fork", &keyed, NULL, 0, &r), 501);
+	e2b_response_free(&r);
 }
 
 TEST(envd_routing_and_tokens)

@@ -164,6 +164,23 @@ TEST(timeout_body)
 	ASSERT_EQ(s, 60);
 }
 
+TEST(fork_body)
+{
+	unsigned int secs, count;
+	char err[E2B_MSG_MAX];
+
+	ASSERT_EQ(e2b_parse_fork("", 0, &secs, &count, err), 0);
+	ASSERT_EQ(secs, E2B_TIMEOUT_DEFAULT);
+	ASSERT_EQ(count, 1);
+	ASSERT_EQ(e2b_parse_fork(P("{\"timeout\":60,\"count\":3}"), &secs, &count, err), 0);
+	ASSERT_EQ(secs, 60);
+	ASSERT_EQ(count, 3);
+	ASSERT_EQ(e2b_parse_fork(P("{\"count\":0}"), &secs, &count, err), -EINVAL);
+	ASSERT_EQ(e2b_parse_fork(P("{\"count\":17}"), &secs, &count, err), -EINVAL);
+	ASSERT_EQ(e2b_parse_fork(P("{\"timeout\":\"x\"}"), &secs, &count, err), -EINVAL);
+	ASSERT_EQ(e2b_parse_fork(P("[1]"), &secs, &count, err), -EINVAL);
+}
+
 TEST(start_request)
 {
 	struct e2b_start r;

@@ -118,6 +118,19 @@ test('Sandbox.connect() reaches the same sandbox', async () => {
   assert.match(r.stdout, /cube-[0-9]+/);
 });
 
+test('fork copies a running sandbox', async () => {
+  await sbx.files.write('/root/forked.txt', 'parent state\n');
+  const [child] = await sbx.fork({ timeoutMs: 120_000 });
+  assert.ok(child instanceof Sandbox, String(child));
+  made.add(child.sandboxId);
+  assert.notEqual(child.sandboxId, sbx.sandboxId);
+  assert.equal(await child.files.read('/root/forked.txt'), 'parent state\n');
+  await child.files.write('/root/forked.txt', 'child\n');
+  assert.equal(await sbx.files.read('/root/forked.txt'), 'parent state\n');
+  assert.equal(await child.kill(), true);
+  made.delete(child.sandboxId);
+});
+
 test('a wrong API key is refused', async () => {
   await assert.rejects(
     Sandbox.create(template, { apiKey: 'not-a-key' }),
