@@ -226,7 +226,8 @@ static int make_dir(struct shim *s)
 static void remove_dir(struct shim *s)
 {
 	static const char * const files[] = {
-		"vsock", "control", "console.log", "e2b.json", "e2b.json.tmp",
+		"vsock", "control", "console.log", "vmm.log", "e2b.json",
+		"e2b.json.tmp",
 	};
 	char p[PATH_MAX + 16];
 	size_t i;
@@ -276,8 +277,17 @@ static int start_vmm(struct shim *s)
 		return -errno;
 	}
 	if (s->vmm == 0) {
+		char logp[PATH_MAX + 16];
 		sigset_t none;
+		int log;
 
+		/* the VMM's own messages, to tell why it failed */
+		snprintf(logp, sizeof(logp), "%s/vmm.log", s->dir);
+		log = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (log >= 0) {
+			dup2(log, 1);
+			dup2(log, 2);
+		}
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -288,6 +298,25 @@ static int start_vmm(struct shim *s)
 	}
 	free(argv);
 	return 0;
+}
+
+/* the last line of a file of the run directory, "" if none */
+static void last_line(struct shim *s, const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX + 16], line[256];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", s->dir, file);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0])
+			snprintf(buf, len, "%s", line);
+	}
+	fclose(f);
 }
 
 /* Wait for the agent; give the guest its identity and entropy. */
@@ -304,10 +333,13 @@ static int wait_agent(struct shim *s)
 	snprintf(vsock, sizeof(vsock), "%s/vsock", s->dir);
 	while (time(NULL) < end) {
 		if (waitpid(s->vmm, &st, WNOHANG) == s->vmm) {
+			char why[256];
+
 			s->vmm = 0;
-			report(s, EIO, "cube-vmm exited while starting (%s)",
-			       WIFEXITED(st) ? "see its console log" :
-			       strsignal(WTERMSIG(st)));
+			last_line(s, "vmm.log", why, sizeof(why));
+			report(s, EIO, "cube-vmm exited while starting (%s): %s",
+			       WIFEXITED(st) ? "exit status" : strsignal(WTERMSIG(st)),
+			       why[0] ? why : "no message");
 			return -EIO;
 		}
 		if (!cube_agent_connect_vsock(vsock, 0, &a)) {

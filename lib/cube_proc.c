@@ -327,6 +327,22 @@ static void *pump(void *arg)
 	}
 	p->dead = true;
 	pthread_cond_broadcast(&t->cond);
+	if (!p->readers && !t->quit) {
+		struct cube_proc **pp;
+
+		/* nobody reads it (a background command): free it here */
+		for (pp = &t->procs; *pp; pp = &(*pp)->next) {
+			if (*pp == p) {
+				*pp = p->next;
+				break;
+			}
+		}
+		pthread_detach(pthread_self());
+		pthread_mutex_unlock(&t->lock);
+		cube_agent_close(p->a);
+		proc_free(p);
+		return NULL;
+	}
 	pthread_mutex_unlock(&t->lock);
 	cube_agent_close(p->a);
 	p->a = NULL;
