@@ -8,6 +8,7 @@
 #   make check NATIVE=1  native unit tests, then the selftests natively (root, real KVM)
 #   make vmtest [T=name] the selftests (or one test/group) in the VM harness
 #   make vmshell         an interactive shell in the same L1 machine
+#   make install         cube.ko, the programs and the guest files (DESTDIR, PREFIX)
 #   make clean           back to the tree as cloned
 #
 # KDIR: the kernel build tree for cube.ko.  Default: the running kernel's, when
@@ -29,7 +30,7 @@ export KDIR
 USER_DIRS := lib cubectl guest vmm selftests bench
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
-	demo vmtest-harness clean help
+	demo vmtest-harness install clean help
 
 all: module userspace
 
@@ -70,8 +71,24 @@ vmshell:
 demo:
 	$(MAKE) -C selftests/qemu run T=kvm
 
+DESTDIR ?=
+PREFIX ?= /usr/local
+GUEST_OUT := $(TOP)/build/guest
+# Installs the module for KDIR's kernel, the programs, and the guest's
+# initramfs and root file system (built by `make`, see guest/Makefile).
+install: all
+	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(DESTDIR) modules_install
+	$(MAKE) -C cubectl install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
+	install -D -m 0755 vmm/cube-vmm $(DESTDIR)$(PREFIX)/sbin/cube-vmm
+	install -D -m 0644 $(GUEST_OUT)/initramfs.cpio.gz $(DESTDIR)$(PREFIX)/share/cube/guest/initramfs.cpio.gz
+	if [ -e $(GUEST_OUT)/rootfs.ext4 ]; then \
+		install -D -m 0644 $(GUEST_OUT)/rootfs.ext4 $(DESTDIR)$(PREFIX)/share/cube/guest/rootfs.ext4; fi
+	if [ -e $(GUEST_OUT)/bzImage-cube ]; then \
+		install -D -m 0644 $(GUEST_OUT)/bzImage-cube $(DESTDIR)$(PREFIX)/share/cube/guest/bzImage; fi
+	install -D -m 0644 kmod/99-cube.rules $(DESTDIR)$(PREFIX)/share/cube/99-cube.rules
+
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1
