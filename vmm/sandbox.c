@@ -235,6 +235,9 @@ int sandbox_seccomp(void)
 	if (!ctx)
 		return -ENOMEM;
 	ret = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	/* A kill is logged by the kernel with the syscall number. */
+	if (!ret)
+		ret = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1);
 	for (i = 0; !ret && i < ARRAY_SIZE(allowed_syscalls); i++)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
 				       allowed_syscalls[i], 0);

@@ -22,7 +22,6 @@
 
 #define VQ_RX			0
 #define VQ_TX			1
-#define VQ_EVENT		2
 #define HDR_LEN			sizeof(struct virtio_vsock_hdr)
 #define MAX_PKT_PAYLOAD		(64 * 1024)
 #define LINE_MAX_LEN		32
@@ -87,7 +86,6 @@ struct vsock {
 	pthread_t thread;
 	bool thread_started;
 	uint32_t next_port;
-	bool event_pending;
 	struct rst_ent rst[RST_RING];
 	unsigned int rst_head, rst_len;
 	unsigned int rr;	/* round-robin start for data */
@@ -606,25 +604,6 @@ out:
 		virtio_mmio_signal(t);
 }
 
-static void send_event(struct vsock *v)
-{
-	struct virtio_mmio *t = &v->t;
-	struct virtio_vsock_event ev = { .id = VIRTIO_VSOCK_EVENT_TRANSPORT_RESET };
-	int r;
-
-	if (!v->event_pending)
-		return;
-	r = virtq_pop(&t->vq[VQ_EVENT], &t->vm->mem, &v->chain);
-	if (r <= 0)
-		return;
-	v->event_pending = false;
-	buf_to_iov(v->chain.iov + v->chain.nr_out, v->chain.nr_in, 0, &ev,
-		   sizeof(ev));
-	virtq_push(&t->vq[VQ_EVENT], v->chain.head,
-		   MIN(sizeof(ev), v->chain.in_len));
-	virtio_mmio_signal(t);
-}
-
 /*
  * The host wrote on a connection still waiting for its CONNECT line.  The
  * line is read a byte at a time: what follows it belongs to the stream.
@@ -791,7 +770,6 @@ static void *vsock_thread(void *arg)
 			process_tx(v);
 			process_conns(v);
 			process_rx(v);
-			send_event(v);
 			process_conns(v);
 		} else {
 			for (i = 0; i < VSOCK_MAX_CONNS; i++)
@@ -974,9 +952,13 @@ int vsock_load(struct virtio_mmio *t, const struct vsock_state *s)
 	if (s->nr_conns > VSOCK_MAX_CONNS)
 		return -EINVAL;
 	v->next_port = MAX(s->next_port, FIRST_LOCAL_PORT);
+	/*
+	 * One RST per saved connection, queued ahead of anything a new host
+	 * connection sends.  No TRANSPORT_RESET event: the guest handles it
+	 * asynchronously and would also reset connections made after it.
+	 */
 	for (i = 0; i < s->nr_conns; i++)
 		queue_rst(v, s->conns[i].local_port, s->conns[i].peer_port);
-	v->event_pending = true;
 	vsock_kick(v);
 	return 0;
 }

@@ -48,7 +48,7 @@ struct vsock_state {
 void vsock_save(struct virtio_mmio *t, struct vsock_state *s);
 /*
  * After the transport state is loaded: reset every saved connection in
- * the guest (RST each, then a TRANSPORT_RESET event).
+ * the guest (an RST each, before any new connection's packets).
  */
 int vsock_load(struct virtio_mmio *t, const struct vsock_state *s);
 

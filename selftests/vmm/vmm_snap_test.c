@@ -150,8 +150,18 @@ TEST(snapshot_then_three_clones)
 	}
 	TH_LOG("three clones answering after %.1f s", now_s() - t0);
 	/* Each clone echoes its own data, interleaved. */
-	for (i = 0; i < NR_CLONES; i++)
-		EXPECT_EQ(echo_check(fd[i], 32768, 10 + i), 0);
+	for (i = 0; i < NR_CLONES; i++) {
+		int r = echo_check(fd[i], 32768, 10 + i);
+
+		if (r) {
+			TH_LOG("clone %d: echo %d", i, r);
+			snprintf(path, sizeof(path), "%s/clone%d.log", dir, i);
+			dump_file("clone console", path);
+			snprintf(path, sizeof(path), "%s/clone%d.err", dir, i);
+			dump_file("clone stderr", path);
+		}
+		EXPECT_EQ(r, 0);
+	}
 	for (i = NR_CLONES - 1; i >= 0; i--)
 		EXPECT_EQ(echo_check(fd[i], 8192, 20 + i), 0);
 

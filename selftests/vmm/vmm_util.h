@@ -313,6 +313,7 @@ static inline int echo_check(int fd, size_t len, unsigned int seed)
 #define VMM_TEST_MAIN()							\
 	int main(int argc, char **argv)					\
 	{								\
+		signal(SIGPIPE, SIG_IGN);				\
 		if (!getenv("CUBE_TEST_TIMEOUT"))			\
 			setenv("CUBE_TEST_TIMEOUT", "400", 1);		\
 		return ct_main(argc, argv);				\
