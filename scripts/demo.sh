@@ -48,16 +48,20 @@ fi
 
 echo "KTAP version 1"
 echo "1..1"
+# step CMD...: show and run a cubectl command, its output as KTAP comments
 step() {
-	echo "# \$ $*"
-	"$@"
+	echo "# \$ cubectl $*"
+	$C "$@" > "$work/out" 2>&1
+	st=$?
+	sed 's/^/# /' "$work/out"
+	return $st
 }
 fail() {
 	echo "# $*"
 	echo "not ok 1 python3 in a sandbox prints 4"
 	exit 1
 }
-step $C template build demo --kernel "$kernel" --initrd "$dir/initramfs.cpio.gz" \
+step template build demo --kernel "$kernel" --initrd "$dir/initramfs.cpio.gz" \
 	--rootfs "$rootfs" --append cube.rootfstype=ext4 --memory 256 ||
 	fail "template build failed"
 echo "# \$ cubectl create --template demo"
@@ -67,5 +71,5 @@ echo "# \$ cubectl exec $id -- python3 -c 'print(2+2)'"
 out=$($C exec "$id" -- python3 -c 'print(2+2)') || fail "exec failed"
 echo "# $out"
 [ "$out" = 4 ] || fail "expected 4, got '$out'"
-step $C kill "$id" && id=
+step kill "$id" && id=
 echo "ok 1 python3 in a sandbox prints 4"
