@@ -106,7 +106,7 @@ struct vm {
 };
 
 /* Boots @kernel with the guest initramfs and rootfs; connects to the agent. */
-static void vm_boot(struct vm *vm, const char *kernel)
+static void vm_boot(struct vm *vm, const char *kernel, const char *append)
 {
 	const char *src = rootfs_source();
 	long long t0, deadline;
@@ -143,8 +143,7 @@ static void vm_boot(struct vm *vm, const char *kernel)
 		execl(VMM, VMM, "--kernel", kernel, "--initrd", INITRD,
 		      "--rootfs", vm->img, "--vsock-uds", vm->uds,
 		      "--mem", "256", "--console-log", vm->log,
-		      "--timeout", "900", "--append", "cube.rootfstype=ext4",
-		      (char *)NULL);
+		      "--timeout", "900", "--append", append, (char *)NULL);
 		_exit(127);
 	}
 	/* the VMM refuses connections until the agent listens */
@@ -188,7 +187,7 @@ FIXTURE(guest) {
 
 FIXTURE_SETUP(guest)
 {
-	vm_boot(&self->vm, l2_kernel());
+	vm_boot(&self->vm, l2_kernel(), "cube.rootfstype=ext4");
 }
 
 FIXTURE_TEARDOWN(guest)
@@ -298,7 +297,14 @@ FIXTURE_SETUP(cube_kernel)
 {
 	if (access("./bzImage-cube", R_OK))
 		SKIP("no bzImage-cube (make -C guest kernel)");
-	vm_boot(&self->vm, "./bzImage-cube");
+	/*
+	 * Without ACPI, with the devices on the command line: cube-vmm's
+	 * vsock (device 0, IRQ 5) and blk (device 2, IRQ 7) windows.
+	 */
+	vm_boot(&self->vm, "./bzImage-cube",
+		"cube.rootfstype=ext4 acpi=off "
+		"virtio_mmio.device=512@0xd0000000:5 "
+		"virtio_mmio.device=512@0xd0002000:7");
 }
 
 FIXTURE_TEARDOWN(cube_kernel)
