@@ -180,6 +180,16 @@ static inline void dump_file(const char *what, const char *path)
 	     line = strtok_r(NULL, "\n", &save), n++)
 		TH_LOG("%s", line);
 	free(s);
+	if (file_has(path, "signal 31")) {
+		/* A seccomp kill: the kernel logged the system call. */
+		FILE *p = popen("dmesg | grep 'syscall=' | tail -n 3", "r");
+		char buf[512];
+
+		while (p && fgets(buf, sizeof(buf), p))
+			TH_LOG("seccomp: %s", buf);
+		if (p)
+			pclose(p);
+	}
 }
 
 static inline int unix_connect(const char *path)
