@@ -69,4 +69,8 @@ cp "$obj/arch/x86/boot/bzImage" "$dest/bzImage.tmp" && mv "$dest/bzImage.tmp" "$
 cp "$obj/vmlinux" "$dest/vmlinux.tmp" && mv "$dest/vmlinux.tmp" "$dest/vmlinux"
 ln -sfn "kernel-$hash/bzImage" "$out/bzImage-cube"
 ln -sfn "kernel-$hash/vmlinux" "$out/vmlinux-cube"
+# builds of older fragments are not used again
+for old in "$out"/kernel-*; do
+	[ "$old" = "$dest" ] || rm -rf "$old"
+done
 echo "build-kernel: built $dest in $(( $(date +%s) - start )) s"
