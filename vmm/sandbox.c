@@ -214,6 +214,7 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),
 	SCMP_SYS(sched_yield), SCMP_SYS(restart_syscall), SCMP_SYS(fcntl),
 	SCMP_SYS(timerfd_settime), SCMP_SYS(alarm), SCMP_SYS(getrusage),
+	SCMP_SYS(rseq), SCMP_SYS(set_robust_list),
 };
 
 static const unsigned long allowed_ioctls[] = {

@@ -85,6 +85,8 @@ struct vsock {
 	int stop_fd;
 	pthread_t thread;
 	bool thread_started;
+	bool thread_running;	/* past glibc's thread start-up */
+	pthread_cond_t running;
 	uint32_t next_port;
 	struct rst_ent rst[RST_RING];
 	unsigned int rst_head, rst_len;
@@ -729,6 +731,10 @@ static void *vsock_thread(void *arg)
 	struct virtio_mmio *t = &v->t;
 	struct epoll_event evs[64];
 
+	pthread_mutex_lock(&t->lock);
+	v->thread_running = true;
+	pthread_cond_broadcast(&v->running);
+	pthread_mutex_unlock(&t->lock);
 	for (;;) {
 		int n = epoll_wait(v->epoll_fd, evs, ARRAY_SIZE(evs), -1);
 		int i;
@@ -854,6 +860,7 @@ struct virtio_mmio *vsock_create(struct vm *vm, uint64_t base, uint32_t irq,
 		v->conns[i].fd = -1;
 	v->guest_cid = guest_cid;
 	v->next_port = FIRST_LOCAL_PORT;
+	pthread_cond_init(&v->running, NULL);
 	virtio_mmio_init(&v->t, vm, &vsock_ops, v, base, irq);
 	v->t.config_len = sizeof(uint64_t);
 	memcpy(v->t.config, &guest_cid, sizeof(uint64_t));
@@ -891,6 +898,11 @@ int vsock_start(struct virtio_mmio *t)
 	if (ret)
 		return -ret;
 	v->thread_started = true;
+	/* As for the vCPUs: running before the seccomp filter goes in. */
+	pthread_mutex_lock(&t->lock);
+	while (!v->thread_running)
+		pthread_cond_wait(&v->running, &t->lock);
+	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
 

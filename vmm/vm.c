@@ -319,6 +319,8 @@ static void *vcpu_thread(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 
 	pthread_mutex_lock(&vm->lock);
+	vm->nr_started++;
+	pthread_cond_broadcast(&vm->cond);
 	while (!vm->go && vm->exit == VM_RUNNING)
 		pthread_cond_wait(&vm->cond, &vm->lock);
 	pthread_mutex_unlock(&vm->lock);
@@ -405,6 +407,14 @@ int vm_start_vcpus(struct vm *vm)
 		vm->vcpus[i].started = true;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/*
+	 * Wait until every thread runs its own code: glibc's thread start-up
+	 * makes system calls the seccomp filter, loaded next, does not allow.
+	 */
+	pthread_mutex_lock(&vm->lock);
+	while (vm->nr_started < vm->nr_vcpus)
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	pthread_mutex_unlock(&vm->lock);
 	return 0;
 }
 

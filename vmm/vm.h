@@ -77,6 +77,7 @@ struct vm {
 	bool go;			/* vCPU threads may enter the guest */
 	bool pause_req;
 	int nr_paused;
+	int nr_started;			/* threads past their start-up */
 	int nr_exited;
 	enum vm_exit exit;
 	char exit_msg[128];
