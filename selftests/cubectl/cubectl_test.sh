@@ -57,6 +57,20 @@ pool_ready() {
 	$C pool ls | awk -v want="$1" '$1 == "t1" && $3 >= want { f = 1 } END { exit !f }'
 }
 
+# cubed with its E2B API on 127.0.0.1:3000; waits until it answers
+start_api_cubed() {
+	./cubed --api-port 3000 --envd-port 49983 \
+		--api-key-file /tmp/cubectl-test/keys 2>>/tmp/cubectl-test/cubed.log &
+	cubed_pid=$!
+	wait_until 30 wget -q -O /dev/null http://127.0.0.1:3000/health
+}
+
+# the E2B API's sandbox list, as JSON
+api_list() {
+	wget -q -O - --header "X-API-Key: cube-restart-key" \
+		http://127.0.0.1:3000/v2/sandboxes 2>/dev/null
+}
+
 run() {
 	# usage and lookup errors, before anything exists
 	expect "unknown command exits 2" 2 $C nope
@@ -251,6 +265,39 @@ run() {
 	kill "$cubed_pid"
 	wait "$cubed_pid"
 	cubed_pid=
+
+	# Five running sandboxes survive a restart of cubed: its E2B API lists
+	# all five before and after, and each still runs commands.
+	echo cube-restart-key > /tmp/cubectl-test/keys
+	five=
+	for i in 1 2 3 4 5; do
+		five="$five $($C create --template t1 --vcpus 1)"
+	done
+	start_api_cubed
+	before=$(api_list)
+	kill "$cubed_pid"
+	wait "$cubed_pid"
+	start_api_cubed
+	after=$(api_list)
+	listed=0 usable=0
+	for id in $five; do
+		echo "$before" | grep -qE "\"sandboxID\": *\"$id\"" &&
+			echo "$after" | grep -qE "\"sandboxID\": *\"$id\"" &&
+			listed=$((listed + 1))
+		[ "$($C exec "$id" -- echo "alive-$id")" = "alive-$id" ] &&
+			usable=$((usable + 1))
+	done
+	[ "$listed" = 5 ] && ok "5 sandboxes listed by the API before and after a cubed restart" ||
+		not_ok "5 sandboxes listed by the API before and after a cubed restart" \
+			"$listed of 5 ($five): before $before after $after"
+	[ "$usable" = 5 ] && ok "5 sandboxes run commands after a cubed restart" ||
+		not_ok "5 sandboxes run commands after a cubed restart" "$usable of 5"
+	kill "$cubed_pid"
+	wait "$cubed_pid"
+	cubed_pid=
+	for id in $five; do
+		$C kill "$id" >/dev/null 2>&1
+	done
 	expect "template rm of a pooled template exits 7" 7 $C template rm t1
 	expect "pool set --size 0 removes the pool" 0 $C pool set t1 --size 0
 	expect "kill of the remaining sandbox" 0 $C kill "$id2"
