@@ -22,6 +22,7 @@
 #include "acpi.h"
 #include "boot.h"
 #include "control.h"
+#include "cube_clone.h"
 #include "devices.h"
 #include "sandbox.h"
 #include "serial.h"
@@ -54,6 +55,7 @@ struct opts {
 	const char *snapshot_out;
 	const char *restore;
 	bool verify_memory;
+	bool no_cube;
 	const char *control;
 	const char *id;
 	bool no_seccomp;
@@ -92,8 +94,10 @@ static void usage(FILE *f)
 "  --timeout S          stop the VM after S seconds of wall time (exit 3)\n"
 "  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status\n"
 "  --snapshot-out DIR   default directory of the snapshot request\n"
-"  --restore DIR        resume the VM saved in DIR (memory mapped MAP_PRIVATE)\n"
+"  --restore DIR        resume the VM saved in DIR (memory: a /dev/cube clone\n"
+"                       of DIR's memory, else the file mapped MAP_PRIVATE)\n"
 "  --verify-memory      with --restore: check the memory file's crc32\n"
+"  --no-cube            with --restore: map the memory file, no /dev/cube clone\n"
 "  --id NAME            sandbox id (cgroup name; default cube-vmm-<pid>)\n"
 "  --no-cgroup          do not create a cgroup\n"
 "  --no-seccomp         do not install the seccomp filter (debugging)\n"
@@ -108,7 +112,7 @@ enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_APPEND, OPT_ROOTFS,
 	OPT_MEM, OPT_VCPUS, OPT_VSOCK, OPT_CID, OPT_CONSOLE, OPT_TIMEOUT,
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
-	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS,
+	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE,
 };
 
 static const struct option long_opts[] = {
@@ -126,6 +130,7 @@ static const struct option long_opts[] = {
 	{ "snapshot-out", required_argument, NULL, OPT_SNAPOUT },
 	{ "restore", required_argument, NULL, OPT_RESTORE },
 	{ "verify-memory", no_argument, NULL, OPT_VERIFY },
+	{ "no-cube", no_argument, NULL, OPT_NOCUBE },
 	{ "control", required_argument, NULL, OPT_CONTROL },
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "no-seccomp", no_argument, NULL, OPT_NOSECCOMP },
@@ -185,6 +190,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case OPT_SNAPOUT: o->snapshot_out = optarg; break;
 		case OPT_RESTORE: o->restore = optarg; break;
 		case OPT_VERIFY: o->verify_memory = true; break;
+		case OPT_NOCUBE: o->no_cube = true; break;
 		case OPT_CONTROL: o->control = optarg; break;
 		case OPT_ID: o->id = optarg; break;
 		case OPT_NOSECCOMP: o->no_seccomp = true; break;
@@ -209,6 +215,10 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	}
 	if (o->verify_memory && !o->restore) {
 		pr_err("--verify-memory needs --restore");
+		return -1;
+	}
+	if (o->no_cube && !o->restore) {
+		pr_err("--no-cube needs --restore");
 		return -1;
 	}
 	return 0;
@@ -465,6 +475,33 @@ static int setup_restore(struct vmm *m, struct snap_restore *r)
 	return 0;
 }
 
+/*
+ * The guest memory of a restore: a clone fd of DIR's module snapshot
+ * (*shared set), or the memory file itself when there is no /dev/cube.
+ */
+static int restore_mem_fd(struct vmm *m, struct snap_restore *r, bool *shared)
+{
+	char err[256];
+	int fd;
+
+	*shared = false;
+	if (m->o.no_cube)
+		return r->mem_fd;
+	fd = cube_clone_open(m->o.restore, r->mem_fd, r->cfg.mem_size, err,
+			     sizeof(err));
+	if (fd == -ENODEV) {
+		pr_info("no /dev/cube: memory file mapped MAP_PRIVATE");
+		return r->mem_fd;
+	}
+	if (fd < 0) {
+		pr_err("cannot restore %s onto a cube clone: %s (--no-cube maps the file)",
+		       m->o.restore, err);
+		return -1;
+	}
+	*shared = true;
+	return fd;
+}
+
 static double elapsed_ms(const struct timespec *a)
 {
 	struct timespec b;
@@ -478,7 +515,8 @@ static int run(struct vmm *m)
 	struct snap_restore r = { .mem_fd = -1 };
 	struct vm *vm = &m->vm;
 	struct epoll_event ev = { .events = EPOLLIN };
-	int sig_fd = -1, timer_fd = -1, ret = EXIT_ERROR, i;
+	int sig_fd = -1, timer_fd = -1, ret = EXIT_ERROR, i, mem_fd = -1;
+	bool mem_shared = false;
 	sigset_t sigs;
 	char err[256];
 
@@ -503,7 +541,15 @@ static int run(struct vmm *m)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (vm_create(vm, m->o.mem_mib << 20, m->o.vcpus, r.mem_fd))
+	if (m->o.restore) {
+		mem_fd = restore_mem_fd(m, &r, &mem_shared);
+		if (mem_fd < 0)
+			goto out;
+	}
+	i = vm_create(vm, m->o.mem_mib << 20, m->o.vcpus, mem_fd, mem_shared);
+	if (mem_shared)
+		close(mem_fd);	/* the mapping holds the clone */
+	if (i)
 		goto out;
 	vm->serial = &m->serial;
 	serial_init(&m->serial, vm, m->console_fd);

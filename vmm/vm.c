@@ -104,7 +104,8 @@ static int vcpu_create(struct vm *vm, int id)
 	return ret;
 }
 
-int vm_create(struct vm *vm, uint64_t mem_size, int nr_vcpus, int mem_fd)
+int vm_create(struct vm *vm, uint64_t mem_size, int nr_vcpus, int mem_fd,
+	      bool mem_shared)
 {
 	struct kvm_userspace_memory_region region;
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
@@ -144,7 +145,11 @@ int vm_create(struct vm *vm, uint64_t mem_size, int nr_vcpus, int mem_fd)
 	if (vm->event_fd < 0)
 		return -errno;
 
-	if (mem_fd >= 0) {
+	if (mem_fd >= 0 && mem_shared) {
+		/* A cube.ko clone: copy-on-write in the module. */
+		vm->mem.host = mmap(NULL, mem_size, PROT_READ | PROT_WRITE,
+				    MAP_SHARED, mem_fd, 0);
+	} else if (mem_fd >= 0) {
 		vm->mem.host = mmap(NULL, mem_size, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_NORESERVE, mem_fd, 0);
 		vm->mem_private = true;

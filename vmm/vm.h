@@ -84,7 +84,8 @@ struct vm {
 	int event_fd;			/* eventfd: tells the main loop to look */
 };
 
-int vm_create(struct vm *vm, uint64_t mem_size, int nr_vcpus, int mem_fd);
+int vm_create(struct vm *vm, uint64_t mem_size, int nr_vcpus, int mem_fd,
+	      bool mem_shared);
 void vm_destroy(struct vm *vm);
 /* Start the vCPU threads; they wait for vm_go(). */
 int vm_start_vcpus(struct vm *vm);

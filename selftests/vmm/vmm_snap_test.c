@@ -2,9 +2,15 @@
 /*
  * cube-vmm snapshots: a booted guest is saved, three clones restored from
  * it run independently at once with the agent channel (vsock) usable
- * right away; corrupt or truncated snapshots are refused with a clear
- * error and no VM.
+ * right away, both over the memory file (--no-cube) and over /dev/cube
+ * clones sharing one module snapshot; corrupt or truncated snapshots are
+ * refused with a clear error and no VM.
  */
+#include <inttypes.h>
+#include <sys/ioctl.h>
+
+#include <linux/cube.h>
+
 #include "vmm_util.h"
 
 #define ECHO_PORT	1234
@@ -136,7 +142,7 @@ TEST(snapshot_then_three_clones)
 
 	t0 = now_s();
 	for (i = 0; i < NR_CLONES; i++) {
-		pid[i] = spawn_restore(snap, dir, i, NULL);
+		pid[i] = spawn_restore(snap, dir, i, "--no-cube");
 		ASSERT_GT(pid[i], 0);
 	}
 	for (i = 0; i < NR_CLONES; i++) {
@@ -183,6 +189,139 @@ TEST(snapshot_then_three_clones)
 		ASSERT_NE(st, -1);
 		EXPECT_EQ(WEXITSTATUS(st), 0);
 	}
+	/* The file path made no module snapshot. */
+	snprintf(path, sizeof(path), "%s/cube-snapshot-id", snap);
+	EXPECT_NE(access(path, F_OK), 0);
+	rm_tree(dir);
+}
+
+static void mem_stats(int dev, struct cube_mem_stats *ms)
+{
+	memset(ms, 0, sizeof(*ms));
+	ASSERT_EQ(ioctl(dev, CUBE_IOC_MEM_STATS, ms), 0);
+}
+
+static uint64_t recorded_id(const char *snap)
+{
+	char path[256], *s;
+	uint64_t id = 0;
+
+	snprintf(path, sizeof(path), "%s/cube-snapshot-id", snap);
+	s = slurp(path);
+	if (s && sscanf(s, "%" SCNu64, &id) != 1)
+		id = 0;
+	free(s);
+	return id;
+}
+
+TEST(snapshot_then_three_cube_clones)
+{
+	char dir[128], snap[160], path[256], reply[256];
+	struct cube_mem_stats before, during, after;
+	struct cube_snapshot_info info = { 0 };
+	struct cube_snapshot_id del = { 0 };
+	uint64_t guest_pages = (160ULL << 20) / 4096, priv, shared;
+	pid_t pid[NR_CLONES];
+	int fd[NR_CLONES], i, st, dev;
+
+	need_kvm();
+	dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(dev, 0);
+	mk_scratch(dir, sizeof(dir), "cubesnap");
+	make_snapshot(dir);
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	mem_stats(dev, &before);
+
+	/* All three at once: their first restores race for the snapshot. */
+	for (i = 0; i < NR_CLONES; i++) {
+		pid[i] = spawn_restore(snap, dir, i, "--verify-memory");
+		ASSERT_GT(pid[i], 0);
+	}
+	for (i = 0; i < NR_CLONES; i++) {
+		snprintf(path, sizeof(path), "%s/vsock%d", dir, i);
+		fd[i] = clone_connect(path, 60);
+		if (fd[i] < 0) {
+			snprintf(path, sizeof(path), "%s/clone%d.err", dir, i);
+			dump_file("clone stderr", path);
+		}
+		ASSERT_GE(fd[i], 0);
+	}
+	for (i = 0; i < NR_CLONES; i++)
+		EXPECT_EQ(echo_check(fd[i], 32768, 40 + i), 0);
+	for (i = NR_CLONES - 1; i >= 0; i--)
+		EXPECT_EQ(echo_check(fd[i], 8192, 50 + i), 0);
+
+	/* One module snapshot for the directory, three live clones of it. */
+	mem_stats(dev, &during);
+	EXPECT_EQ(during.snapshots, before.snapshots + 1);
+	EXPECT_EQ(during.clones, before.clones + NR_CLONES);
+	info.id = recorded_id(snap);
+	ASSERT_NE(info.id, 0);
+	ASSERT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_INFO, &info), 0);
+	EXPECT_EQ(info.clones, NR_CLONES);
+	EXPECT_EQ(info.size, 160ULL << 20);
+	EXPECT_EQ(info.depth, 1);
+	priv = (during.private_pages - before.private_pages) / NR_CLONES;
+	shared = during.shared_pages - before.shared_pages;
+	TH_LOG("guest %" PRIu64 " pages: snapshot holds %" PRIu64
+	       " shared, each clone ~%" PRIu64 " private", guest_pages, shared,
+	       priv);
+	EXPECT_EQ(shared, info.pages);
+	EXPECT_GT(shared, 0);
+	EXPECT_GT(priv, 0);
+	EXPECT_LT(priv, guest_pages / 8);
+
+	/* Stopping one leaves the others running, on their own memory. */
+	snprintf(path, sizeof(path), "%s/control0", dir);
+	ASSERT_EQ(control(path, "stop", reply, sizeof(reply)), 0);
+	st = vmm_wait(pid[0], 60);
+	ASSERT_NE(st, -1);
+	EXPECT_EQ(WEXITSTATUS(st), 0);
+	close(fd[0]);
+	for (i = 1; i < NR_CLONES; i++) {
+		EXPECT_EQ(echo_check(fd[i], 4096, 60 + i), 0);
+		close(fd[i]);
+		snprintf(path, sizeof(path), "%s/control%d", dir, i);
+		ASSERT_EQ(control(path, "status", reply, sizeof(reply)), 0);
+		EXPECT_EQ(strncmp(reply, "OK running vcpus=2 mem=160", 26), 0);
+		kill(pid[i], SIGTERM);
+		st = vmm_wait(pid[i], 60);
+		ASSERT_NE(st, -1);
+		EXPECT_EQ(WEXITSTATUS(st), 0);
+	}
+
+	/* The clones are gone; the snapshot stays until deleted. */
+	mem_stats(dev, &after);
+	EXPECT_EQ(after.clones, before.clones);
+	EXPECT_EQ(after.private_pages, before.private_pages);
+	EXPECT_EQ(after.snapshots, before.snapshots + 1);
+	del.id = info.id;
+	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del), 0);
+	mem_stats(dev, &after);
+	EXPECT_EQ(after.snapshots, before.snapshots);
+	EXPECT_EQ(after.shared_pages, before.shared_pages);
+
+	/* A stale id (deleted, or cube.ko reloaded) is replaced. */
+	pid[0] = spawn_restore(snap, dir, 0, NULL);
+	ASSERT_GT(pid[0], 0);
+	snprintf(path, sizeof(path), "%s/vsock0", dir);
+	fd[0] = clone_connect(path, 60);
+	ASSERT_GE(fd[0], 0);
+	EXPECT_EQ(echo_check(fd[0], 4096, 70), 0);
+	close(fd[0]);
+	EXPECT_NE(recorded_id(snap), 0);
+	EXPECT_NE(recorded_id(snap), info.id);
+	snprintf(path, sizeof(path), "%s/control0", dir);
+	ASSERT_EQ(control(path, "stop", reply, sizeof(reply)), 0);
+	st = vmm_wait(pid[0], 60);
+	ASSERT_NE(st, -1);
+	EXPECT_EQ(WEXITSTATUS(st), 0);
+	del.id = recorded_id(snap);
+	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del), 0);
+	mem_stats(dev, &after);
+	EXPECT_EQ(after.snapshots, before.snapshots);
+	EXPECT_EQ(after.clones, before.clones);
+	close(dev);
 	rm_tree(dir);
 }
 
