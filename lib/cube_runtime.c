@@ -22,6 +22,7 @@
 
 #include "agent_client.h"
 #include "cube_runtime.h"
+#include "nl_client.h"
 
 static void set_err(char *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -301,6 +302,36 @@ int cube_template_list(char (**out)[CUBE_NAME_MAX], size_t *n)
 	return 0;
 }
 
+/*
+ * cube-vmm records the cube.ko snapshot it made of a snapshot directory's
+ * memory in DIR/cube-snapshot-id: removing that file deletes the module
+ * snapshot too (clones still running keep its pages until they end).  An
+ * unknown (stale) id or no module is fine.
+ */
+static void release_module_snapshot(const char *id_file)
+{
+	unsigned long long id;
+	struct cube_nl *nl;
+	char buf[128];
+	ssize_t n;
+	int fd;
+
+	fd = open(id_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	if (sscanf(buf, "%llu", &id) != 1 || !id)
+		return;
+	if (cube_nl_open(&nl))
+		return;
+	cube_nl_snapshot_del(nl, id);
+	cube_nl_close(nl);
+}
+
 int cube_remove_tree(const char *path)
 {
 	struct dirent *de;
@@ -310,8 +341,14 @@ int cube_remove_tree(const char *path)
 
 	if (lstat(path, &st))
 		return -errno;
-	if (!S_ISDIR(st.st_mode))
+	if (!S_ISDIR(st.st_mode)) {
+		const char *base = strrchr(path, '/');
+
+		if (S_ISREG(st.st_mode) &&
+		    !strcmp(base ? base + 1 : path, "cube-snapshot-id"))
+			release_module_snapshot(path);
 		return unlink(path) ? -errno : 0;
+	}
 	d = opendir(path);
 	if (!d)
 		return -errno;
