@@ -212,6 +212,33 @@ run() {
 		not_ok "a failed create leaves nothing behind" "status $st, $(sandbox_count) sandboxes"
 	fi
 
+	# Hostile workloads hurt only their own sandbox: a fork bomb and a
+	# memory hog in one leave this machine and another sandbox working.
+	ha=$($C create --template t1 --vcpus 1)
+	hb=$($C create --template t1 --vcpus 1)
+	$C exec --timeout 20 "$ha" -- sh -c 'b() { b | b & }; b; sleep 30' \
+		>/dev/null 2>&1 &
+	bomb=$!
+	sleep 5
+	out=$($C exec --timeout 120 "$hb" -- echo fine)
+	[ "$out" = fine ] && ok "another sandbox runs commands during a fork bomb" ||
+		not_ok "another sandbox runs commands during a fork bomb" "got '$out'"
+	wait $bomb
+	$C exec --timeout 120 "$ha" -- python3 -c '
+a = []
+while True:
+    a.append(bytearray(1 << 20))' >/dev/null 2>&1
+	st=$?
+	[ $st != 0 ] && ok "a memory hog in a sandbox fails there (status $st)" ||
+		not_ok "a memory hog in a sandbox fails there" "status 0"
+	avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+	[ "$avail" -gt 200 ] && ok "this machine keeps its memory (${avail} MiB available)" ||
+		not_ok "this machine keeps its memory" "${avail} MiB available"
+	out=$($C exec --timeout 120 "$hb" -- echo fine)
+	[ "$out" = fine ] && ok "another sandbox runs commands after a memory hog" ||
+		not_ok "another sandbox runs commands after a memory hog" "got '$out'"
+	expect "the hostile sandboxes are killed" 0 $C kill "$ha" "$hb"
+
 	# cubed keeps the pool filled; create takes from it
 	expect "pool set" 0 $C pool set t1 --size 1
 	./cubed --no-api -v 2>/tmp/cubectl-test/cubed.log &
