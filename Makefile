@@ -4,6 +4,7 @@
 #
 #   make                 module, userspace programs, selftests
 #   make demo            the main job (see README.md)
+#   make benchmarks      the benchmarks (natively on a KVM host)
 #   make check           native unit tests, then the selftests in the VM harness
 #   make check NATIVE=1  native unit tests, then the selftests natively (root, real KVM)
 #   make vmtest [T=name] the selftests (or one test/group) in the VM harness
@@ -30,7 +31,7 @@ export KDIR
 USER_DIRS := lib cubectl guest vmm selftests bench
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
-	demo demo-install vmtest-harness e2b-sdk install clean help
+	demo demo-install benchmarks vmtest-harness e2b-sdk install clean help
 
 all: module userspace
 
@@ -90,6 +91,20 @@ demo-install: userspace
 	echo demo:demo.sh >> $(INSTALL_PATH)/kselftest-list.txt
 	realpath $(GUEST_OUT)/rootfs.ext4 >> $(INSTALL_PATH)/disks.txt
 
+# The benchmarks (bench/): natively where this host can, else in the VM
+# harness (where times are emulation's, counts still hold).
+ifeq ($(DEMO_NATIVE),1)
+benchmarks: all
+	grep -q '^cube ' /proc/modules || insmod kmod/cube.ko
+	rm -rf $(TOP)/build/bench && $(MAKE) --no-print-directory demo-install INSTALL_PATH=$(TOP)/build/bench
+	ln -sf $$(realpath $(GUEST_OUT)/rootfs.ext4) $(TOP)/build/bench/demo/rootfs.ext4
+	bench/clone_bench
+	bench/sandbox_bench.sh $(TOP)/build/bench/demo
+else
+benchmarks:
+	$(MAKE) -C selftests/qemu run T=bench MEM=6144
+endif
+
 ifeq ($(DEMO_NATIVE),1)
 demo: all
 	grep -q '^cube ' /proc/modules || insmod kmod/cube.ko
@@ -118,7 +133,7 @@ install: all
 	install -D -m 0644 kmod/99-cube.rules $(DESTDIR)$(PREFIX)/share/cube/99-cube.rules
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1
