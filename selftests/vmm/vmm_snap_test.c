@@ -214,6 +214,21 @@ static uint64_t recorded_id(const char *snap)
 	return id;
 }
 
+/* Delete the module snapshot a restore recorded in @snap, if any. */
+static void drop_recorded_snapshot(const char *snap)
+{
+	struct cube_snapshot_id del = { .id = recorded_id(snap) };
+	int dev;
+
+	if (!del.id)
+		return;
+	dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return;
+	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del), 0);
+	close(dev);
+}
+
 TEST(snapshot_then_three_cube_clones)
 {
 	char dir[128], snap[160], path[256], reply[256];
@@ -368,9 +383,14 @@ static void expect_refused(const char *snap, const char *dir, const char *msg,
 TEST(corrupt_snapshots_refused)
 {
 	char dir[128], snap[160], bad[160], path[256];
+	struct cube_mem_stats before, after;
 	struct stat stt;
+	int dev;
 
 	need_kvm();
+	dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+	if (dev >= 0)
+		mem_stats(dev, &before);
 	mk_scratch(dir, sizeof(dir), "corrupt");
 	make_snapshot(dir);
 	snprintf(snap, sizeof(snap), "%s/snap", dir);
@@ -428,6 +448,15 @@ TEST(corrupt_snapshots_refused)
 		EXPECT_EQ(control(uds, "stop", reply, sizeof(reply)), 0);
 		st = vmm_wait(pid, 60);
 		EXPECT_EQ(WEXITSTATUS(st), 0);
+	}
+	/* Restores cache a module snapshot per snapshot folder: drop them. */
+	drop_recorded_snapshot(snap);
+	drop_recorded_snapshot(bad);
+	if (dev >= 0) {
+		mem_stats(dev, &after);
+		EXPECT_EQ(after.snapshots, before.snapshots);
+		EXPECT_EQ(after.shared_pages, before.shared_pages);
+		close(dev);
 	}
 	rm_tree(dir);
 }
