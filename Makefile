@@ -53,7 +53,8 @@ unit: userspace
 
 ifeq ($(NATIVE),1)
 check: unit all
-	$(MAKE) -C selftests run_tests T='$(T)'
+	grep -q '^cube ' /proc/modules || insmod kmod/cube.ko
+	CUBE_KO=$(TOP)/kmod/cube.ko $(MAKE) -C selftests run_tests T='$(T)'
 else
 check: unit vmtest vmtest-harness e2b-sdk
 endif
