@@ -212,6 +212,23 @@ run() {
 		not_ok "a failed create leaves nothing behind" "status $st, $(sandbox_count) sandboxes"
 	fi
 
+	# Clones of one snapshot never share random state: three sandboxes
+	# restored from it read three different streams, at once.
+	rnd=
+	rids=
+	for i in 1 2 3; do
+		rids="$rids $($C create --template t1 --vcpus 1)"
+	done
+	for id in $rids; do
+		rnd="$rnd $($C exec "$id" -- python3 -c 'import os; print(os.urandom(16).hex())')"
+	done
+	nr=$(echo $rnd | tr ' ' '\n' | grep -c '^[0-9a-f]\{32\}$')
+	nu=$(echo $rnd | tr ' ' '\n' | sort -u | grep -c '^[0-9a-f]\{32\}$')
+	[ "$nr" = 3 ] && [ "$nu" = 3 ] &&
+		ok "three clones of one snapshot read different random bytes" ||
+		not_ok "three clones of one snapshot read different random bytes" "got:$rnd"
+	$C kill $rids >/dev/null 2>&1
+
 	# Hostile workloads hurt only their own sandbox: a fork bomb and a
 	# memory hog in one leave this machine and another sandbox working.
 	ha=$($C create --template t1 --vcpus 1)
