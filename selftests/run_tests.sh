@@ -53,6 +53,26 @@ if [ "$n" -eq 0 ]; then
 	exit 2
 fi
 
+# What is left of a program that ran out of time: processes and, for the
+# ones asleep in the kernel, where.
+hung_report() {
+	echo "# $1: out of time; processes left:"
+	for st in /proc/[0-9]*/stat; do
+		line=$(cat "$st" 2>/dev/null) || continue
+		read -r pid comm state _ <<-EOF
+		$line
+		EOF
+		case $comm in "(kthreadd)") continue ;; esac
+		[ -r "/proc/$pid/cmdline" ] || continue
+		cmd=$(tr '\0\n' '  ' < "/proc/$pid/cmdline" 2>/dev/null | cut -c 1-160)
+		[ -n "$cmd" ] || continue
+		echo "#   $pid $state $cmd"
+		if [ "$state" = D ] && [ -r "/proc/$pid/stack" ]; then
+			sed 's/^/#     /' "/proc/$pid/stack"
+		fi
+	done
+}
+
 pass=0 fail=0 skip=0 i=0
 out=${TMPDIR:-/tmp}/cube-test.$$
 echo "KTAP version 1"
@@ -64,11 +84,22 @@ for gp in $progs; do
 	echo "# selftests: $group: $prog"
 	set -- "./$prog"
 	[ -n "$sub" ] && set -- "$@" -t "$sub"
-	(cd "$dir/$group" && timeout "$limit" "$@" 2>&1; echo "rc=$?") > "$out.raw" &
-	wait $!
-	rc=$(sed -n 's/^rc=//p' "$out.raw" | tail -n 1)
-	sed '$d' "$out.raw" > "$out"
-	sed 's/^/    /' "$out"
+	# The output goes to a file (a daemon a test leaves behind cannot hold
+	# a pipe open) and is shown as it grows, so a hang shows where it is.
+	: > "$out"
+	sh -c 'echo $$ > "$1.follow"; exec tail -n +1 -f "$1"' sh "$out" |
+		sed 's/^/    /' &
+	(cd "$dir/$group" && exec timeout -k 10 "$limit" "$@") >> "$out" 2>&1 &
+	ppid=$!
+	wait $ppid 2>/dev/null
+	rc=$?
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ] || [ "$rc" = 143 ]; then
+		hung_report "$group/$prog" >> "$out"
+	fi
+	# tail -f looks for more once a second; let it print the rest.
+	sleep 1.5
+	kill "$(cat "$out.follow")" 2>/dev/null
+	wait 2>/dev/null
 	p=$(grep -Ec '^ok [0-9]+ ' "$out")
 	s=$(grep -Ec '^ok [0-9]+ .*# SKIP' "$out")
 	f=$(grep -Ec '^not ok [0-9]+ ' "$out")
@@ -96,7 +127,7 @@ for gp in $progs; do
 		echo "ok $i selftests: $group: $prog"
 	fi
 done
-rm -f "$out" "$out.raw"
+rm -f "$out" "$out.follow"
 
 summary="$pass passed, $fail failed"
 [ "$skip" -gt 0 ] && summary="$summary, $skip skipped"

@@ -6,12 +6,20 @@
 #   DIR    working folder (console.log and results.log are written here)
 # Environment: VM_KVER, T (filter), FWD ("HOSTPORT:GUESTPORT,..." forwarded
 # from 127.0.0.1 into L1), TIMEOUT (seconds, default 1800), MEM (MiB,
-# default 2048), SMP (default 2), V=1 (show the console as it runs).
+# default 2048), SMP (default 2), V=1 (show the console as it runs),
+# STALL (seconds without a result line before L1 counts as stalled,
+# default 720, above run_tests.sh's 600 s bound on one program; 0: never).
 #
 # In test mode prints L1's KTAP results, then the summary line
 # "N passed, N failed[, N skipped]", and exits 0 only when nothing failed,
 # the kernel logged no oops/WARN/BUG/KASAN, the module unloaded without a
 # leak and L1 finished within the timeout.
+#
+# A stalled L1 (no result line for STALL seconds, while every test case
+# is bounded well below that) has its vCPU registers read through the
+# QEMU monitor and is sent an NMI, so that its kernel prints every CPU's
+# backtrace before it stops; the run is then made once more from the
+# start, and a second stall fails it.
 set -u
 mode=$1 dir=$2 initrd=$3
 kernel=/boot/vmlinuz-$VM_KVER
@@ -20,7 +28,9 @@ kernel=/boot/vmlinuz-$VM_KVER
 timeout=${TIMEOUT:-1800}
 # watchdog_thresh=60: under emulation L1 time jumps when the host is busy;
 # a real lockup still ends the run at TIMEOUT.
-append="console=ttyS0 panic=-1 oops=panic loglevel=4 quiet watchdog_thresh=60 cube.mode=$mode"
+append="console=ttyS0 panic=-1 oops=panic loglevel=4 quiet watchdog_thresh=60"
+# An NMI from the host (a stalled run) panics L1 with all CPUs' backtraces.
+append="$append unknown_nmi_panic panic_print=0x40 cube.mode=$mode"
 [ -n "${T:-}" ] && append="$append cube.filter=$T"
 
 net="-nic none"
@@ -59,30 +69,94 @@ if [ "$mode" = shell ]; then
 	exit $?
 fi
 
-con=$dir/console.log res=$dir/results.log
-: > "$con"
-: > "$res"
+con=$dir/console.log res=$dir/results.log mon=$dir/monitor
+stall=${STALL:-720}
+
+# stall_watch: while QEMU runs, wait for the results file to stop growing
+# for $stall seconds; then read the vCPUs, send an NMI and end QEMU.
+stall_watch() {
+	last=-1 idle=0
+	while [ ! -e "$dir/qemu.rc" ]; do
+		sleep 5
+		size=$(stat -c %s "$res" 2>/dev/null || echo 0)
+		if [ "$size" != "$last" ]; then
+			last=$size idle=0
+			continue
+		fi
+		idle=$((idle + 5))
+		[ "$idle" -ge "$stall" ] || continue
+		echo "$idle" > "$dir/stalled"
+		echo "info registers -a" > "$mon.in"
+		sleep 3
+		echo "nmi" > "$mon.in"
+		i=0
+		while [ ! -e "$dir/qemu.rc" ] && [ $i -lt 60 ]; do
+			sleep 1
+			i=$((i + 1))
+		done
+		[ -e "$dir/qemu.rc" ] || kill "$(cat "$dir/qemu.pid")" 2>/dev/null
+		return
+	done
+}
+
+# run_l1: one L1 run; its results stream to stdout, the console to a file.
+run_l1() {
+	: > "$con"
+	: > "$res"
+	rm -f "$dir/qemu.rc" "$dir/stalled" "$dir/qemu.pid" "$mon.in" "$mon.out"
+	mkfifo "$mon.in" "$mon.out"
+	cat "$mon.out" > "$dir/monitor.log" &
+	monpid=$!
+	if [ "$stall" -gt 0 ]; then
+		stall_watch &
+		watchpid=$!
+	fi
+	{
+		timeout --foreground -k 10 "$timeout" \
+			qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
+			-m "${MEM:-2048}" -smp "${SMP:-2}" -display none -no-reboot \
+			-monitor "pipe:$mon" -pidfile "$dir/qemu.pid" \
+			-kernel "$kernel" -initrd "$initrd" \
+			-append "$append" $net -serial "file:$con" \
+			-chardev stdio,id=res,signal=off -serial chardev:res \
+			< /dev/null 2> "$dir/qemu.err"
+		echo $? > "$dir/qemu.rc"
+	} | tee "$res" | grep -v '^CUBE-VMTEST-END'
+	[ -n "${watchpid:-}" ] && wait "$watchpid"
+	kill "$monpid" 2>/dev/null
+	wait "$monpid" 2>/dev/null
+	rm -f "$mon.in" "$mon.out"
+	# QEMU's notices about CPU features TCG lacks are expected; anything
+	# else it said is worth showing.
+	grep -v "TCG doesn't support requested feature" "$dir/qemu.err" >&2
+}
+
+# stall_report: what a stalled L1 was doing.
+stall_report() {
+	echo "not ok - vmtest: L1 stalled: no result line for $(cat "$dir/stalled") s"
+	echo "# vCPUs (QEMU monitor):"
+	grep -E '^CPU#|^RIP=|^CS =' "$dir/monitor.log" | sed 's/^/#   /'
+	echo "# L1 kernel after an NMI ($con):"
+	if grep -q 'NMI' "$con"; then
+		sed -n '/NMI/,$p' "$con" | head -n 300 | sed 's/^/# /'
+	else
+		tail -n 60 "$con" | sed 's/^/# /'
+	fi
+}
+
 start=$(date +%s)
 if [ "${V:-0}" = 1 ]; then
 	tail -n +1 -f "$con" &
 	tailpid=$!
 fi
-# Results (ttyS1) stream to our stdout as they come; the console to a file.
-rm -f "$dir/qemu.rc"
-{
-	timeout --foreground -k 10 "$timeout" \
-		qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
-		-m "${MEM:-2048}" -smp "${SMP:-2}" -display none -no-reboot \
-		-monitor none -kernel "$kernel" -initrd "$initrd" \
-		-append "$append" $net -serial "file:$con" \
-		-chardev stdio,id=res,signal=off -serial chardev:res \
-		< /dev/null 2> "$dir/qemu.err"
-	echo $? > "$dir/qemu.rc"
-} | tee "$res" | grep -v '^CUBE-VMTEST-END'
+run_l1
+if [ -e "$dir/stalled" ]; then
+	stall_report
+	mv "$con" "$con.stalled"
+	echo "# vmtest: the L1 run stalled; running it once more from the start"
+	run_l1
+fi
 qrc=$(cat "$dir/qemu.rc")
-# QEMU's notices about CPU features TCG lacks are expected; anything else
-# it said is worth showing.
-grep -v "TCG doesn't support requested feature" "$dir/qemu.err" >&2
 [ -n "${tailpid:-}" ] && kill "$tailpid" 2>/dev/null
 secs=$(( $(date +%s) - start ))
 
@@ -96,7 +170,10 @@ if [ -n "$sum" ]; then
 fi
 post=$(grep -c '^not ok - post:' "$res")
 fail=$((fail + post))
-if ! grep -q '^CUBE-VMTEST-END' "$res"; then
+if [ -e "$dir/stalled" ]; then
+	fail=$((fail + 1))
+	stall_report
+elif ! grep -q '^CUBE-VMTEST-END' "$res"; then
 	fail=$((fail + 1))
 	if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 		echo "not ok - vmtest: L1 timed out after $timeout s"
