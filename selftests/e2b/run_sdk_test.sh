@@ -4,7 +4,7 @@
 # run_sdk_test.sh: the E2B SDK itself as cubed's client.  Boots L1 in the
 # VM harness with two ports forwarded from this machine, where
 # e2b_serve.sh builds a template and runs cubed; then runs sdk_test.mjs
-# here under node against E2B_API_URL / E2B_SANDBOX_URL on those ports.
+# (and every other sdk_*test.mjs beside it) here under node against E2B_API_URL / E2B_SANDBOX_URL on those ports.
 #
 #   selftests/e2b/run_sdk_test.sh
 #
@@ -29,7 +29,7 @@ if [ ! -d "$sdk/node_modules/e2b" ]; then
 		{ echo "run_sdk_test: cannot install the e2b SDK in $sdk" >&2; exit 1; }
 fi
 # ES modules resolve packages from their own folder
-cp "$here/sdk_test.mjs" "$sdk/sdk_test.mjs"
+cp "$here"/sdk_*test.mjs "$sdk/"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -53,8 +53,12 @@ done
 
 export E2B_API_URL="http://127.0.0.1:$api" E2B_SANDBOX_URL="http://127.0.0.1:$envd"
 export E2B_API_KEY=$key CUBE_TEMPLATE=base
-(cd "$sdk" && node --test --test-reporter=tap sdk_test.mjs)
-st=$?
+# One file after another: each is a TAP stream of its own.
+st=0
+for t in "$here"/sdk_*test.mjs; do
+	echo "# run_sdk_test: ${t##*/}"
+	(cd "$sdk" && node --test --test-reporter=tap "${t##*/}") || st=1
+done
 
 # tell L1 the test is over
 (cd "$sdk" && node --input-type=module -e "
