@@ -4,7 +4,8 @@
 # run_sdk_test.sh: the E2B SDK itself as cubed's client.  Boots L1 in the
 # VM harness with two ports forwarded from this machine, where
 # e2b_serve.sh builds a template and runs cubed; then runs sdk_test.mjs
-# (and every other sdk_*test.mjs beside it) here under node against E2B_API_URL / E2B_SANDBOX_URL on those ports.
+# and every other sdk_*test.mjs beside it here under node against
+# E2B_API_URL / E2B_SANDBOX_URL on those ports.
 #
 #   selftests/e2b/run_sdk_test.sh
 #
