@@ -596,6 +596,17 @@ static int be_proc_close_stdin(void *be, const char *sid,
 	return sandbox_id(sid, &id) ?: cube_proc_close_stdin(b->procs, id, sel);
 }
 
+static int be_proc_update(void *be, const char *sid,
+			  const struct e2b_selector *sel, unsigned int cols,
+			  unsigned int rows)
+{
+	struct cube_backend *b = be;
+	uint64_t id;
+
+	return sandbox_id(sid, &id) ?:
+	       cube_proc_resize(b->procs, id, sel, cols, rows);
+}
+
 /* --- files --- */
 
 static int agent_for(const char *sid, struct cube_agent **a)
@@ -1004,6 +1015,7 @@ static const struct e2b_backend_ops cube_ops = {
 	.fs_mkdir = be_fs_mkdir,
 	.fs_move = be_fs_move,
 	.fs_remove = be_fs_remove,
+	.proc_update = be_proc_update,
 	.file_read = be_file_read,
 	.file_read_chunk = be_file_read_chunk,
 	.file_write = be_file_write,

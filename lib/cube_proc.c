@@ -50,6 +50,8 @@ struct cube_proc {
 	size_t in_len;
 	bool close_stdin;
 	int sig;
+	bool pty;
+	uint16_t rows, cols;	/* a resize to pass on, 0: none */
 };
 
 /* a reader */
@@ -260,6 +262,14 @@ static void pass_requests_locked(struct cube_proc *p)
 			free(buf);
 		}
 	}
+	if (p->rows) {
+		uint16_t rows = p->rows, cols = p->cols;
+
+		p->rows = p->cols = 0;
+		pthread_mutex_unlock(&t->lock);
+		cube_agent_exec_resize(p->a, rows, cols);
+		pthread_mutex_lock(&t->lock);
+	}
 	if (p->close_stdin && !p->in_len) {
 		p->close_stdin = false;
 		pthread_mutex_unlock(&t->lock);
@@ -312,8 +322,12 @@ static void *pump(void *arg)
 			e = calloc(1, sizeof(*e) + ev.len);
 			if (!e)
 				continue;
-			e->type = ev.type == CUBE_EXEC_STDOUT ? E2B_EV_STDOUT :
-				  E2B_EV_STDERR;
+			if (p->pty)
+				e->type = E2B_EV_PTY;
+			else if (ev.type == CUBE_EXEC_STDOUT)
+				e->type = E2B_EV_STDOUT;
+			else
+				e->type = E2B_EV_STDERR;
 			e->len = ev.len;
 			memcpy(e->data, ev.data, ev.len);
 			push_locked(p, e);
@@ -446,9 +460,11 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 	size_t i;
 	int ret;
 
-	if (req->pty) {
-		snprintf(msg, E2B_MSG_MAX, "pseudo-terminals are not supported");
-		return -EOPNOTSUPP;
+	if (req->pty && (!req->cols || req->cols > UINT16_MAX || !req->rows ||
+			 req->rows > UINT16_MAX)) {
+		snprintf(msg, E2B_MSG_MAX, "invalid pty size %ux%u", req->cols,
+			 req->rows);
+		return -EINVAL;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -471,6 +487,10 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 	spec.envp = (const char *const *)envp;
 	spec.cwd = req->proc.cwd;
 	spec.user = req->user[0] ? req->user : NULL;
+	spec.pty = req->pty;
+	spec.rows = req->rows;
+	spec.cols = req->cols;
+	p->pty = req->pty;
 
 	ret = cube_sandbox_agent(sandbox, &p->a);
 	if (ret) {
@@ -485,7 +505,8 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 		goto err;
 	}
 	cube_agent_set_timeout(p->a, -1);
-	if (!req->stdin_open)
+	/* a pty's stdin stays open: closing it would type ^D */
+	if (!req->stdin_open && !req->pty)
 		p->close_stdin = true;
 
 	pthread_mutex_lock(&t->lock);
@@ -735,6 +756,29 @@ int cube_proc_close_stdin(struct cube_proc_table *t, uint64_t sandbox,
 		p->close_stdin = true;
 	else
 		ret = -ENOENT;
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+int cube_proc_resize(struct cube_proc_table *t, uint64_t sandbox,
+		     const struct e2b_selector *sel, unsigned int cols,
+		     unsigned int rows)
+{
+	struct cube_proc *p;
+	int ret = 0;
+
+	if (!cols || cols > UINT16_MAX || !rows || rows > UINT16_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	p = find_locked(t, sandbox, sel);
+	if (!p) {
+		ret = -ENOENT;
+	} else if (!p->pty) {
+		ret = -EINVAL;
+	} else {
+		p->rows = rows;
+		p->cols = cols;
+	}
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }

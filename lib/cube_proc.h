@@ -54,6 +54,10 @@ int cube_proc_input(struct cube_proc_table *t, uint64_t sandbox,
 		    size_t len);
 int cube_proc_close_stdin(struct cube_proc_table *t, uint64_t sandbox,
 			  const struct e2b_selector *sel);
+/* a new size for a command's pty: -EINVAL when it has none */
+int cube_proc_resize(struct cube_proc_table *t, uint64_t sandbox,
+		     const struct e2b_selector *sel, unsigned int cols,
+		     unsigned int rows);
 /* forget a sandbox's commands (it is gone): their readers see an end */
 void cube_proc_drop_sandbox(struct cube_proc_table *t, uint64_t sandbox);
 

@@ -224,6 +224,10 @@ struct e2b_backend_ops {
 		       struct e2b_entry *out, char *msg);
 	int (*fs_remove)(void *be, const char *id, const char *user,
 			 const char *path, char *msg);
+	/* process.Update: a new pty size; NULL: not supported */
+	int (*proc_update)(void *be, const char *id,
+			   const struct e2b_selector *sel, unsigned int cols,
+			   unsigned int rows);
 
 	int (*file_read)(void *be, const char *id, const char *user,
 			 const char *path, struct e2b_file **out,

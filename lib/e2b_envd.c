@@ -4,6 +4,7 @@
  * server streams), filesystem calls, file download and upload.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,6 +302,81 @@ static void do_close_stdin(const struct e2b_api *api,
 	if (ret)
 		rpc_fail(resp, ret, ret == -ENOENT ? "process not found" : NULL,
 			 "close stdin");
+	else
+		rpc_ok(resp, json_object_new_object());
+}
+
+/* UpdateRequest: {"process": selector, "pty": {"size": {cols, rows}}} */
+static int parse_update(const struct e2b_envd_ctx *ec, unsigned int *cols,
+			unsigned int *rows, char *msg)
+{
+	struct json_object *o, *pty, *size, *v;
+	const char *names[2] = { "cols", "rows" };
+	unsigned int *dst[2] = { cols, rows };
+	int64_t x;
+	int i, ret = 0;
+
+	o = e2b_json_parse(ec->payload, ec->payload_len, msg);
+	if (!o)
+		return -EINVAL;
+	if (!json_object_object_get_ex(o, "pty", &pty) ||
+	    !json_object_is_type(pty, json_type_object) ||
+	    !json_object_object_get_ex(pty, "size", &size) ||
+	    !json_object_is_type(size, json_type_object)) {
+		snprintf(msg, E2B_MSG_MAX, "'pty.size' is required");
+		ret = -EINVAL;
+		goto out;
+	}
+	for (i = 0; i < 2; i++) {
+		if (!json_object_object_get_ex(size, names[i], &v) ||
+		    !json_object_is_type(v, json_type_int)) {
+			snprintf(msg, E2B_MSG_MAX,
+				 "'pty.size.%s' must be an integer", names[i]);
+			ret = -EINVAL;
+			goto out;
+		}
+		x = json_object_get_int64(v);
+		if (x < 1 || x > 4096) {
+			snprintf(msg, E2B_MSG_MAX,
+				 "'pty.size.%s' must be 1..4096", names[i]);
+			ret = -EINVAL;
+			goto out;
+		}
+		*dst[i] = x;
+	}
+out:
+	json_object_put(o);
+	return ret;
+}
+
+static void do_update(const struct e2b_api *api, const struct e2b_envd_ctx *ec,
+		      struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	struct e2b_selector sel;
+	unsigned int cols = 0, rows = 0;
+	int ret;
+
+	if (e2b_parse_selector_req(ec->payload, ec->payload_len, &sel, msg)) {
+		e2b_reply_rpc_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	if (parse_update(ec, &cols, &rows, msg)) {
+		e2b_selector_free(&sel);
+		e2b_reply_rpc_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	ret = b->ops->proc_update ?
+	      b->ops->proc_update(b->be, ec->sandbox, &sel, cols, rows) :
+	      -EOPNOTSUPP;
+	e2b_selector_free(&sel);
+	if (ret == -EINVAL)
+		e2b_reply_rpc_error(resp, CF_INVALID_ARGUMENT,
+				    "the process has no pty");
+	else if (ret)
+		rpc_fail(resp, ret, ret == -ENOENT ? "process not found" : NULL,
+			 "update");
 	else
 		rpc_ok(resp, json_object_new_object());
 }
@@ -610,6 +686,9 @@ void e2b_envd_handle(const struct e2b_api *api, const struct e2b_route *rt,
 		break;
 	case E2B_R_PROC_CLOSE_STDIN:
 		do_close_stdin(api, ec, resp);
+		break;
+	case E2B_R_PROC_UPDATE:
+		do_update(api, ec, resp);
 		break;
 	case E2B_R_FS_STAT:
 	case E2B_R_FS_LIST_DIR:
