@@ -99,15 +99,24 @@ static int reseed(struct session *s, const struct cube_wire_msg *m)
 	info->entropy_count = len * 8;
 	info->buf_size = len;
 	memcpy(info->buf, cube_wire_value(a), len);
+	/*
+	 * Mixing the seed in is not enough: once the kernel's CRNG is ready it
+	 * reseeds from the pool only every minute, so every clone restored
+	 * from one snapshot would keep producing the same stream until then.
+	 * RNDRESEEDCRNG makes it reseed now, from the pool holding our seed
+	 * (ENODATA: not ready yet, so the credited seed readies it anyway).
+	 */
 	fd = open("/dev/random", O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || ioctl(fd, RNDADDENTROPY, info) < 0)
+		err = errno;
+	else if (ioctl(fd, RNDRESEEDCRNG) < 0 && errno != ENODATA)
 		err = errno;
 	if (fd >= 0)
 		close(fd);
 	explicit_bzero(info->buf, len);
 	free(info);
 	if (err)
-		return session_send_error(s, m->id, err, "RNDADDENTROPY: %s",
+		return session_send_error(s, m->id, err, "reseeding: %s",
 					  strerror(err));
 	return session_send_ok(s, m->id);
 }
