@@ -19,7 +19,7 @@
 # is bounded well below that) has its vCPU registers read through the
 # QEMU monitor and is sent an NMI, so that its kernel prints every CPU's
 # backtrace before it stops; the run is then made once more from the
-# start, on one emulation thread for all vCPUs, and a second stall fails it.
+# start, and a second stall fails it.
 set -u
 mode=$1 dir=$2 initrd=$3
 kernel=/boot/vmlinuz-$VM_KVER
@@ -99,8 +99,7 @@ stall_watch() {
 	done
 }
 
-# run_l1 multi|single: one L1 run, with one host thread per vCPU or one
-# for all; its results stream to stdout, the console to a file.
+# run_l1: one L1 run; its results stream to stdout, the console to a file.
 run_l1() {
 	: > "$con"
 	: > "$res"
@@ -114,8 +113,7 @@ run_l1() {
 	fi
 	{
 		timeout --foreground -k 10 "$timeout" \
-			qemu-system-x86_64 -machine q35 -accel "tcg,thread=$1" \
-			-cpu EPYC,+svm \
+			qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
 			-m "${MEM:-2048}" -smp "${SMP:-2}" -display none -no-reboot \
 			-monitor "pipe:$mon" -pidfile "$dir/qemu.pid" \
 			-kernel "$kernel" -initrd "$initrd" \
@@ -151,14 +149,12 @@ if [ "${V:-0}" = 1 ]; then
 	tail -n +1 -f "$con" &
 	tailpid=$!
 fi
-run_l1 multi
+run_l1
 if [ -e "$dir/stalled" ]; then
 	stall_report
 	mv "$con" "$con.stalled"
-	# Should the emulator itself be what stalled (its monitor then shows
-	# no vCPU), one emulation thread for all vCPUs takes it out of play.
-	echo "# vmtest: the L1 run stalled; running it once more from the start, on one emulation thread"
-	run_l1 single
+	echo "# vmtest: the L1 run stalled; running it once more from the start"
+	run_l1
 fi
 qrc=$(cat "$dir/qemu.rc")
 [ -n "${tailpid:-}" ] && kill "$tailpid" 2>/dev/null
