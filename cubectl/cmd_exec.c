@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "agent_client.h"
@@ -89,6 +91,19 @@ static bool env_valid(const char *s)
 	return true;
 }
 
+/* The host terminal's size, from stdin or stdout; false: neither is one. */
+static bool host_winsize(uint16_t *rows, uint16_t *cols)
+{
+	struct winsize ws;
+
+	if ((ioctl(0, TIOCGWINSZ, &ws) && ioctl(1, TIOCGWINSZ, &ws)) ||
+	    !ws.ws_row || !ws.ws_col)
+		return false;
+	*rows = ws.ws_row;
+	*cols = ws.ws_col;
+	return true;
+}
+
 int cmd_exec(struct cctx *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -104,7 +119,8 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 	struct cube_exec_spec spec = { 0 };
 	struct cube_exec_event ev;
 	struct cube_agent *a;
-	bool interactive = false, stdin_open;
+	bool interactive = false, tty = false, raw = false, stdin_open;
+	struct termios saved;
 	unsigned long timeout = 0;
 	char inbuf[32768];
 	size_t in_len = 0, in_off = 0;
@@ -119,7 +135,8 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 			interactive = true;
 			break;
 		case 't':
-			return cc_err(EX_USAGE, "-t: the guest agent has no pseudo-terminals; use -i");
+			tty = true;
+			break;
 		case 'e':
 			if (!env_valid(optarg))
 				return cc_err(EX_USAGE, "invalid --env '%s' (want NAME=VALUE)", optarg);
@@ -142,7 +159,7 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 				return EX_USAGE;
 			break;
 		default:
-			return cc_err(EX_USAGE, "usage: %s exec [-i] [--env K=V]... [--cwd D] [--user U] [--timeout S] ID -- CMD [ARG]...",
+			return cc_err(EX_USAGE, "usage: %s exec [-i] [-t] [--env K=V]... [--cwd D] [--user U] [--timeout S] ID -- CMD [ARG]...",
 				      cc_prog);
 		}
 	}
@@ -158,6 +175,14 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 		    (strcmp(argv[optind + 1], "--") ? 1 : 2));
 	spec.envp = envp;
 	spec.timeout_ms = timeout * 1000;
+	if (tty) {
+		spec.pty = true;
+		if (!host_winsize(&spec.rows, &spec.cols)) {
+			spec.rows = 24;
+			spec.cols = 80;
+		}
+		envp[nenv++] = "TERM=xterm-256color";
+	}
 	/* HOME for the user; the agent's default applies without --env */
 	if (!spec.user || !strcmp(spec.user, "root"))
 		envp[nenv++] = "HOME=/root";
@@ -169,6 +194,8 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGQUIT);
+	if (tty)
+		sigaddset(&mask, SIGWINCH);
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -180,6 +207,13 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 		goto out;
 	}
 	cube_agent_set_timeout(a, -1);
+	/* keystrokes go to the guest's terminal as they are typed */
+	if (tty && interactive && isatty(0) && !tcgetattr(0, &saved)) {
+		struct termios t = saved;
+
+		cfmakeraw(&t);
+		raw = !tcsetattr(0, TCSANOW, &t);
+	}
 	stdin_open = interactive;
 	if (!interactive)
 		cube_agent_exec_close_stdin(a);
@@ -194,8 +228,15 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 			if (p[0].revents & POLLIN) {
 				struct signalfd_siginfo si;
 
-				if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				if (read(sfd, &si, sizeof(si)) != sizeof(si))
+					si.ssi_signo = 0;
+				if (si.ssi_signo == SIGWINCH) {
+					if (host_winsize(&spec.rows, &spec.cols))
+						cube_agent_exec_resize(a, spec.rows,
+								       spec.cols);
+				} else if (si.ssi_signo) {
 					cube_agent_exec_signal(a, si.ssi_signo);
+				}
 			}
 			if (p[1].revents & (POLLIN | POLLHUP)) {
 				ssize_t n = read(0, inbuf, sizeof(inbuf));
@@ -235,6 +276,10 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 				status = ev.status.code;
 			else
 				status = 128 + ev.status.signal;
+			if (raw) {
+				tcsetattr(0, TCSANOW, &saved);
+				raw = false;
+			}
 			if (ev.status.timed_out)
 				fprintf(stderr, "%s: the command ran past --timeout and was killed\n",
 					cc_prog);
@@ -242,6 +287,8 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 		}
 	}
 out:
+	if (raw)
+		tcsetattr(0, TCSANOW, &saved);
 	cube_agent_close(a);
 	if (sfd >= 0)
 		close(sfd);

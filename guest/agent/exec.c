@@ -37,6 +37,7 @@ struct exec_state {
 	size_t inq_len, inq_cap;
 	bool close_in;		/* close stdin once inq is written */
 	bool pty;		/* fd_out is the pty master, fd_in a dup of it */
+	bool out_eof;		/* pty: the terminal is closed, the master kept */
 	bool timed_out;
 	uint64_t deadline;	/* CLOCK_MONOTONIC ms, 0: none */
 	int idx_out, idx_err, idx_in, idx_pid;
@@ -411,7 +412,7 @@ void exec_poll_fds(struct session *s, struct pollfd *pfd, int *n, int *timeout)
 		return;
 	e->idx_out = e->idx_err = e->idx_in = e->idx_pid = -1;
 	if (s->out_len < AGENT_OUTQ_LIMIT) {
-		if (e->fd_out >= 0) {
+		if (e->fd_out >= 0 && !e->out_eof) {
 			e->idx_out = *n;
 			pfd[(*n)++] = (struct pollfd){ .fd = e->fd_out, .events = POLLIN };
 		}
@@ -446,7 +447,14 @@ static int forward(struct session *s, int *fd, uint16_t type)
 	if (n < 0 && errno == EAGAIN)
 		return -EAGAIN;
 	if (n <= 0) {
-		close_fd(fd);
+		/*
+		 * Closing the master hangs up the terminal: a command still
+		 * exiting would die of SIGHUP.  Keep it open until it is gone.
+		 */
+		if (s->exec->pty && fd == &s->exec->fd_out)
+			s->exec->out_eof = true;
+		else
+			close_fd(fd);
 		return 0;
 	}
 	cube_wire_start(&b, type, s->exec->id);
@@ -486,7 +494,8 @@ static int report_exit(struct session *s, int status)
 	int r = 0;
 
 	/* everything written before the exit is in the pipes: take it */
-	for (budget = 0; e->fd_out >= 0 && budget < 4 * 1024 * 1024; budget += r) {
+	for (budget = 0; e->fd_out >= 0 && !e->out_eof &&
+	     budget < 4 * 1024 * 1024; budget += r) {
 		r = forward(s, &e->fd_out, CUBE_MSG_STDOUT);
 		if (r <= 0)
 			break;

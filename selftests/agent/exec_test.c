@@ -419,6 +419,25 @@ TEST_F(agent, pty_resize_and_input)
 	output_free(&o);
 }
 
+/* a command that owns the terminal and ends at end-of-file is not hung up */
+TEST_F(agent, pty_leader_ends_cleanly)
+{
+	const char *argv[] = { "cat", NULL };
+	struct cube_exec_spec spec = { .argv = argv, .pty = true };
+	struct cube_exec_event ev;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		ASSERT_EQ(cube_agent_exec_start(self->a, &spec, NULL), 0);
+		ASSERT_EQ(cube_agent_exec_close_stdin(self->a), 0);
+		do {
+			ASSERT_EQ(cube_agent_exec_next(self->a, &ev, 10000), 0);
+		} while (ev.type != CUBE_EXEC_EXIT);
+		ASSERT_TRUE(ev.status.exited);
+		EXPECT_EQ(ev.status.code, 0);
+	}
+}
+
 TEST_F(agent, resize_without_pty)
 {
 	const char *argv[] = { "cat", NULL };
