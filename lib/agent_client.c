@@ -445,6 +445,8 @@ int client_idle(struct cube_agent *a)
 		return a->broken;
 	if (a->exec_active)
 		return client_fail(a, -EBUSY, "a command is running on this connection");
+	if (a->watch_active)
+		return client_fail(a, -EBUSY, "a watch is running on this connection");
 	return 0;
 }
 

@@ -184,4 +184,24 @@ int cube_agent_mkdir(struct cube_agent *a, const char *path, uint32_t mode,
 int cube_agent_remove(struct cube_agent *a, const char *path, bool recursive);
 int cube_agent_rename(struct cube_agent *a, const char *from, const char *to);
 
+/* --- directory watches --- */
+
+struct cube_watch_event {
+	enum cube_agent_fs_event type;
+	char name[CUBE_AGENT_MAX_NAME];	/* an entry of the directory */
+};
+
+/*
+ * Watches the directory @path (not its subdirectories); the connection then
+ * serves only the watch, which ends when it is closed.
+ */
+int cube_agent_watch(struct cube_agent *a, const char *path);
+/*
+ * Waits up to @timeout_ms (-1: the connection's timeout) for the next
+ * change.  Returns 0 with @ev filled, -ETIMEDOUT, or another negative errno
+ * (the agent's when the watch ended, e.g. -ENOENT: the directory is gone).
+ */
+int cube_agent_watch_next(struct cube_agent *a, struct cube_watch_event *ev,
+			  int timeout_ms);
+
 #endif /* CUBE_AGENT_CLIENT_H */

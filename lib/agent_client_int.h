@@ -27,6 +27,9 @@ struct cube_agent {
 	bool exec_active;
 	bool stdin_closed;
 	uint32_t exec_id;
+	/* the directory watch (the connection serves only it) */
+	bool watch_active;
+	uint32_t watch_id;
 };
 
 int client_fail(struct cube_agent *a, int err, const char *fmt, ...)

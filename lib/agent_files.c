@@ -337,3 +337,65 @@ int cube_agent_rename(struct cube_agent *a, const char *from, const char *to)
 	cube_wire_put_str(&b, CUBE_ATTR_NEWPATH, to);
 	return client_simple(a, &b, id);
 }
+
+int cube_agent_watch(struct cube_agent *a, const char *path)
+{
+	struct cube_wire_buf b = { 0 };
+	uint32_t id;
+	int err;
+
+	err = start(a, path, &id);
+	if (err)
+		return err;
+	cube_wire_start(&b, CUBE_MSG_WATCH, id);
+	cube_wire_put_str(&b, CUBE_ATTR_PATH, path);
+	err = client_simple(a, &b, id);
+	if (err)
+		return err;
+	a->watch_active = true;
+	a->watch_id = id;
+	return 0;
+}
+
+int cube_agent_watch_next(struct cube_agent *a, struct cube_watch_event *ev,
+			  int timeout_ms)
+{
+	const struct cube_agent_attr *name;
+	struct cube_wire_msg m;
+	const char *n;
+	uint32_t type;
+	int err;
+
+	memset(ev, 0, sizeof(*ev));
+	if (a->broken)
+		return a->broken;
+	if (!a->watch_active)
+		return client_fail(a, -ESRCH, "no watch is running");
+	err = client_recv(a, &m, timeout_ms);
+	if (err)
+		return err;
+	if (m.id != a->watch_id)
+		return client_broken(a, -EPROTO,
+				     "agent event for request %u, expected %u",
+				     m.id, a->watch_id);
+	if (m.type == CUBE_MSG_ERROR) {
+		a->watch_active = false;
+		return client_agent_error(a, &m);
+	}
+	if (m.type != CUBE_MSG_FS_EVENT)
+		return client_broken(a, -EPROTO,
+				     "agent sent message 0x%x during a watch",
+				     m.type);
+	type = cube_wire_u32(m.first[CUBE_ATTR_EVENT]);
+	name = m.first[CUBE_ATTR_NAME];
+	n = cube_wire_value(name);
+	if (type < 1 || type > CUBE_FS_EVENT_MAX)
+		return client_broken(a, -EPROTO, "agent watch event type %u",
+				     type);
+	if (strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, ".."))
+		return client_broken(a, -EPROTO, "agent watch event name '%.64s'",
+				     n);
+	ev->type = type;
+	memcpy(ev->name, n, cube_wire_len(name));
+	return 0;
+}

@@ -76,6 +76,12 @@ static const struct cube_wire_policy pol_rename = {
 	.required = REQ(CUBE_ATTR_PATH) | REQ(CUBE_ATTR_NEWPATH),
 };
 
+static const struct cube_wire_policy pol_fs_event = {
+	U32(CUBE_ATTR_EVENT),
+	STR(CUBE_ATTR_NAME, CUBE_AGENT_MAX_NAME),
+	.required = REQ(CUBE_ATTR_EVENT) | REQ(CUBE_ATTR_NAME),
+};
+
 static const struct cube_wire_policy pol_reseed = {
 	BYTES(CUBE_ATTR_SEED, CUBE_AGENT_MAX_SEED),
 	.required = REQ(CUBE_ATTR_SEED),
@@ -168,6 +174,7 @@ const struct cube_wire_policy *cube_wire_policy(uint16_t type)
 	case CUBE_MSG_FILE_READ:
 	case CUBE_MSG_LIST:
 	case CUBE_MSG_STAT:
+	case CUBE_MSG_WATCH:
 		return &pol_path;
 	case CUBE_MSG_MKDIR:
 		return &pol_mkdir;
@@ -193,6 +200,8 @@ const struct cube_wire_policy *cube_wire_policy(uint16_t type)
 		return &pol_dirent;
 	case CUBE_MSG_STAT_REPLY:
 		return &pol_stat;
+	case CUBE_MSG_FS_EVENT:
+		return &pol_fs_event;
 	default:
 		return NULL;
 	}

@@ -22,7 +22,7 @@
 #define CUBE_AGENT_VSOCK_PORT		1024
 
 /* Bumped when a message or attribute is added. */
-#define CUBE_AGENT_PROTO_VERSION	1
+#define CUBE_AGENT_PROTO_VERSION	2
 
 /* Bounds, enforced by both sides on every message. */
 #define CUBE_AGENT_MAX_PAYLOAD		(128 * 1024)
@@ -36,6 +36,7 @@
 #define CUBE_AGENT_MIN_SEED		16
 #define CUBE_AGENT_MAX_SEED		512
 #define CUBE_AGENT_MAX_TIMEOUT_MS	(7U * 24 * 3600 * 1000)
+#define CUBE_AGENT_MAX_WATCHES		16	/* WATCH connections at once */
 
 /**
  * struct cube_agent_hdr - header of every message
@@ -82,6 +83,7 @@ enum cube_agent_msg {
 	CUBE_MSG_MKDIR		= 0x24,	/* PATH MODE? PARENTS? -> OK | ERROR */
 	CUBE_MSG_REMOVE		= 0x25,	/* PATH RECURSIVE? -> OK | ERROR */
 	CUBE_MSG_RENAME		= 0x26,	/* PATH NEWPATH -> OK | ERROR */
+	CUBE_MSG_WATCH		= 0x27,	/* PATH -> OK, then FS_EVENT*; ERROR */
 	CUBE_MSG_RESEED		= 0x30,	/* SEED -> OK | ERROR */
 	CUBE_MSG_IDENTITY	= 0x31,	/* HOSTNAME? SANDBOX_ID? TIME_NS? */
 	CUBE_MSG_DATA		= 0x40,	/* DATA: one chunk, both directions */
@@ -96,6 +98,7 @@ enum cube_agent_msg {
 	CUBE_MSG_EXIT		= 0x86,	/* EXIT_CODE | TERM_SIGNAL, TIMED_OUT? */
 	CUBE_MSG_DIRENT		= 0x87,	/* NAME FTYPE SIZE MODE MTIME_NS */
 	CUBE_MSG_STAT_REPLY	= 0x88,	/* FTYPE SIZE MODE MTIME_NS UID GID */
+	CUBE_MSG_FS_EVENT	= 0x89,	/* EVENT NAME: in a watched directory */
 };
 
 /* Attribute types and their value formats. */
@@ -135,7 +138,17 @@ enum cube_agent_attr_type {
 	CUBE_ATTR_PTY,		/* flag: run on a pseudo-terminal */
 	CUBE_ATTR_ROWS,		/* u32, 1..65535 */
 	CUBE_ATTR_COLS,		/* u32, 1..65535 */
-	CUBE_ATTR_MAX = CUBE_ATTR_COLS,
+	CUBE_ATTR_EVENT,	/* u32, enum cube_agent_fs_event */
+	CUBE_ATTR_MAX = CUBE_ATTR_EVENT,
+};
+
+enum cube_agent_fs_event {
+	CUBE_FS_CREATE = 1,	/* created, or moved in */
+	CUBE_FS_WRITE,		/* written to */
+	CUBE_FS_REMOVE,		/* removed */
+	CUBE_FS_RENAME,		/* moved away (or renamed) */
+	CUBE_FS_CHMOD,		/* attributes changed */
+	CUBE_FS_EVENT_MAX = CUBE_FS_CHMOD,
 };
 
 enum cube_agent_ftype {

@@ -607,6 +607,16 @@ static int be_proc_update(void *be, const char *sid,
 	       cube_proc_resize(b->procs, id, sel, cols, rows);
 }
 
+static int be_watch_start(void *be, const char *sid, const char *user,
+			  const char *path, struct e2b_watch **out, char *msg)
+{
+	struct cube_backend *b = be;
+	uint64_t id;
+
+	return sandbox_id(sid, &id) ?:
+	       cube_watch_start(b->procs, id, path, out, msg);
+}
+
 /* --- files --- */
 
 static int agent_for(const char *sid, struct cube_agent **a)
@@ -1016,6 +1026,9 @@ static const struct e2b_backend_ops cube_ops = {
 	.fs_move = be_fs_move,
 	.fs_remove = be_fs_remove,
 	.proc_update = be_proc_update,
+	.watch_start = be_watch_start,
+	.watch_next = cube_watch_next,
+	.watch_close = cube_watch_close,
 	.file_read = be_file_read,
 	.file_read_chunk = be_file_read_chunk,
 	.file_write = be_file_write,

@@ -68,7 +68,16 @@ struct cube_proc_table {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct cube_proc *procs;
+	struct e2b_watch *watches;
 	bool quit;
+};
+
+/* a directory watch: its own agent connection, read by one stream */
+struct e2b_watch {
+	struct cube_proc_table *t;
+	struct e2b_watch *next;
+	uint64_t sandbox;
+	struct cube_agent *a;
 };
 
 int cube_proc_table_new(struct cube_proc_table **out)
@@ -792,4 +801,87 @@ void cube_proc_drop_sandbox(struct cube_proc_table *t, uint64_t sandbox)
 		if (p->sandbox == sandbox && !p->ended)
 			p->sig = 9;
 	pthread_mutex_unlock(&t->lock);
+}
+
+/* --- directory watches --- */
+
+int cube_watch_start(struct cube_proc_table *t, uint64_t sandbox,
+		     const char *path, struct e2b_watch **out, char *msg)
+{
+	struct e2b_watch *w, *x;
+	unsigned int n = 0;
+	int ret;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->t = t;
+	w->sandbox = sandbox;
+	/* count and claim a slot first: the agent connection takes time */
+	pthread_mutex_lock(&t->lock);
+	for (x = t->watches; x; x = x->next)
+		n += x->sandbox == sandbox;
+	if (n >= CUBE_WATCH_MAX) {
+		pthread_mutex_unlock(&t->lock);
+		free(w);
+		snprintf(msg, E2B_MSG_MAX,
+			 "at most %d directory watches per sandbox",
+			 CUBE_WATCH_MAX);
+		return -EAGAIN;
+	}
+	w->next = t->watches;
+	t->watches = w;
+	pthread_mutex_unlock(&t->lock);
+
+	ret = cube_sandbox_agent(sandbox, &w->a);
+	if (ret) {
+		snprintf(msg, E2B_MSG_MAX, "cannot reach the sandbox's agent");
+		ret = ret == -ENOENT || ret == -ECONNREFUSED ? -ECONNREFUSED : ret;
+		goto err;
+	}
+	cube_agent_set_timeout(w->a, 10000);
+	ret = cube_agent_watch(w->a, path);
+	if (ret) {
+		snprintf(msg, E2B_MSG_MAX, "%s", cube_agent_error(w->a));
+		goto err;
+	}
+	*out = w;
+	return 0;
+err:
+	cube_watch_close(w);
+	return ret;
+}
+
+int cube_watch_next(struct e2b_watch *w, struct e2b_fs_event *ev,
+		    int timeout_ms)
+{
+	struct cube_watch_event we;
+	int ret;
+
+	memset(ev, 0, sizeof(*ev));
+	ret = cube_agent_watch_next(w->a, &we, timeout_ms);
+	if (ret)
+		return ret;
+	ev->type = (enum e2b_fs_event_type)we.type;
+	snprintf(ev->name, sizeof(ev->name), "%s", we.name);
+	return 0;
+}
+
+void cube_watch_close(struct e2b_watch *w)
+{
+	struct e2b_watch **pp;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->t->lock);
+	for (pp = &w->t->watches; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->t->lock);
+	if (w->a)
+		cube_agent_close(w->a);
+	free(w);
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent_proto.h"
 #include "e2b_backend.h"
 
 struct cube_proc;
@@ -58,6 +59,15 @@ int cube_proc_close_stdin(struct cube_proc_table *t, uint64_t sandbox,
 int cube_proc_resize(struct cube_proc_table *t, uint64_t sandbox,
 		     const struct e2b_selector *sel, unsigned int cols,
 		     unsigned int rows);
+/* Directory watches, each on its own agent connection. */
+#define CUBE_WATCH_MAX	CUBE_AGENT_MAX_WATCHES	/* per sandbox */
+/* -EAGAIN with CUBE_WATCH_MAX watches of @sandbox open */
+int cube_watch_start(struct cube_proc_table *t, uint64_t sandbox,
+		     const char *path, struct e2b_watch **out, char *msg);
+/* the e2b_backend_ops.watch_next contract */
+int cube_watch_next(struct e2b_watch *w, struct e2b_fs_event *ev,
+		    int timeout_ms);
+void cube_watch_close(struct e2b_watch *w);
 /* forget a sandbox's commands (it is gone): their readers see an end */
 void cube_proc_drop_sandbox(struct cube_proc_table *t, uint64_t sandbox);
 

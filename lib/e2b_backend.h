@@ -162,6 +162,21 @@ struct e2b_entry {
 
 void e2b_entry_free(struct e2b_entry *e, size_t n);
 
+enum e2b_fs_event_type {
+	E2B_FS_CREATE = 1,
+	E2B_FS_WRITE,
+	E2B_FS_REMOVE,
+	E2B_FS_RENAME,
+	E2B_FS_CHMOD,
+};
+
+/** struct e2b_fs_event - filesystem.FilesystemEvent */
+struct e2b_fs_event {
+	enum e2b_fs_event_type type;
+	char name[256];			/* an entry of the watched directory */
+};
+
+struct e2b_watch;	/* a backend's directory watch */
 struct e2b_proc;	/* a backend's running-process stream */
 struct e2b_file;	/* a backend's open file transfer */
 
@@ -228,6 +243,16 @@ struct e2b_backend_ops {
 	int (*proc_update)(void *be, const char *id,
 			   const struct e2b_selector *sel, unsigned int cols,
 			   unsigned int rows);
+	/*
+	 * Directory watches (NULL: not supported).  @watch_next has the
+	 * @proc_next contract for filesystem events (-ETIMEDOUT: nothing
+	 * came; other -errno: the watch ended); @watch_close ends it.
+	 */
+	int (*watch_start)(void *be, const char *id, const char *user,
+			   const char *path, struct e2b_watch **out, char *msg);
+	int (*watch_next)(struct e2b_watch *w, struct e2b_fs_event *ev,
+			  int timeout_ms);
+	void (*watch_close)(struct e2b_watch *w);
 
 	int (*file_read)(void *be, const char *id, const char *user,
 			 const char *path, struct e2b_file **out,

@@ -460,6 +460,194 @@ static void do_fs(const struct e2b_api *api, const struct e2b_route *rt,
 	free(to);
 }
 
+/* --- filesystem.WatchDir --- */
+
+struct watch_stream {
+	struct e2b_stream s;
+	const struct e2b_backend_ops *ops;
+	struct e2b_watch *w;
+	int keepalive_ms;
+	bool started;
+	bool ended;
+	uint8_t *pend;
+	size_t plen, poff;
+};
+
+static const char *const fs_event_names[] = {
+	[E2B_FS_CREATE] = "EVENT_TYPE_CREATE",
+	[E2B_FS_WRITE] = "EVENT_TYPE_WRITE",
+	[E2B_FS_REMOVE] = "EVENT_TYPE_REMOVE",
+	[E2B_FS_RENAME] = "EVENT_TYPE_RENAME",
+	[E2B_FS_CHMOD] = "EVENT_TYPE_CHMOD",
+};
+
+/* {"<key>": {}} or {"filesystem": {"name", "type"}} */
+static struct json_object *watch_msg(const char *key,
+				     const struct e2b_fs_event *ev)
+{
+	struct json_object *top = json_object_new_object();
+	struct json_object *inner = json_object_new_object();
+
+	if (!top || !inner) {
+		json_object_put(top);
+		json_object_put(inner);
+		return NULL;
+	}
+	if (ev) {
+		json_object_object_add(inner, "name",
+				       json_object_new_string(ev->name));
+		json_object_object_add(inner, "type",
+				       json_object_new_string(fs_event_names[ev->type]));
+	}
+	json_object_object_add(top, key, inner);
+	return top;
+}
+
+static int watch_queue(struct watch_stream *ws, uint8_t flags,
+		       struct json_object *o)
+{
+	const char *s;
+	size_t len;
+
+	if (!o)
+		return -ENOMEM;
+	s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	free(ws->pend);
+	ws->pend = cf_frame(flags, s, len, &ws->plen);
+	ws->poff = 0;
+	json_object_put(o);
+	return ws->pend ? 0 : -ENOMEM;
+}
+
+static int watch_next_frame(struct watch_stream *ws)
+{
+	struct e2b_fs_event ev;
+	int ret;
+
+	if (!ws->started) {
+		ws->started = true;
+		return watch_queue(ws, 0, watch_msg("start", NULL));
+	}
+	ret = ws->ops->watch_next(ws->w, &ev, ws->keepalive_ms);
+	if (!ret && ev.type >= E2B_FS_CREATE && ev.type <= E2B_FS_CHMOD)
+		return watch_queue(ws, 0, watch_msg("filesystem", &ev));
+	if (!ret || ret == -ETIMEDOUT)
+		return watch_queue(ws, 0, watch_msg("keepalive", NULL));
+	ws->ended = true;
+	return watch_queue(ws, CF_FLAG_END_STREAM,
+			   e2b_json_end_stream(cf_code_name(ret == -ENOENT ?
+							    CF_NOT_FOUND :
+							    CF_UNAVAILABLE),
+					       ret == -ENOENT ?
+					       "the watched directory is gone" :
+					       "the watch broke"));
+}
+
+static ssize_t watch_stream_read(struct e2b_stream *s, void *buf, size_t max)
+{
+	struct watch_stream *ws = (struct watch_stream *)s;
+	size_t n;
+	int ret;
+
+	while (ws->poff >= ws->plen) {
+		if (ws->ended)
+			return 0;
+		ret = watch_next_frame(ws);
+		if (ret)
+			return ret;
+	}
+	n = ws->plen - ws->poff;
+	if (n > max)
+		n = max;
+	memcpy(buf, ws->pend + ws->poff, n);
+	ws->poff += n;
+	return n;
+}
+
+static void watch_stream_free(struct e2b_stream *s)
+{
+	struct watch_stream *ws = (struct watch_stream *)s;
+
+	ws->ops->watch_close(ws->w);
+	free(ws->pend);
+	free(ws);
+}
+
+/* a relative path is the user's home's */
+static char *watch_path(const char *path, const char *user)
+{
+	char *s;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (!user[0] || !strcmp(user, "root"))
+		return asprintf(&s, "/root/%s", path) < 0 ? NULL : s;
+	return asprintf(&s, "/home/%s/%s", user, path) < 0 ? NULL : s;
+}
+
+static void do_watch_dir(const struct e2b_api *api,
+			 const struct e2b_envd_ctx *ec,
+			 struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "", *path = NULL, *abs;
+	struct watch_stream *ws;
+	struct e2b_watch *w;
+	bool recursive;
+	int ret;
+
+	if (!b->ops->watch_start) {
+		e2b_reply_stream_error(resp, CF_UNIMPLEMENTED,
+				       "directory watching is not supported");
+		return;
+	}
+	if (e2b_parse_watch(ec->payload, ec->payload_len, &path, &recursive,
+			    msg)) {
+		e2b_reply_stream_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
+		return;
+	}
+	if (recursive) {
+		free(path);
+		e2b_reply_stream_error(resp, CF_UNIMPLEMENTED,
+				       "recursive watching is not supported");
+		return;
+	}
+	abs = watch_path(path, ec->user);
+	if (!abs) {
+		free(path);
+		e2b_reply_stream_error(resp, CF_RESOURCE_EXHAUSTED,
+				       "out of memory");
+		return;
+	}
+	ret = b->ops->watch_start(b->be, ec->sandbox, ec->user, abs, &w, msg);
+	if (ret) {
+		if (ret == -ENOENT && !msg[0])
+			snprintf(msg, sizeof(msg), "'%s' does not exist", path);
+		e2b_reply_stream_error(resp, cf_code_from_errno(ret), "%s",
+				       msg[0] ? msg : strerror(-ret));
+		goto out;
+	}
+	ws = calloc(1, sizeof(*ws));
+	if (!ws) {
+		b->ops->watch_close(w);
+		e2b_reply_stream_error(resp, CF_RESOURCE_EXHAUSTED,
+				       "out of memory");
+		goto out;
+	}
+	ws->s.read = watch_stream_read;
+	ws->s.free = watch_stream_free;
+	ws->ops = b->ops;
+	ws->w = w;
+	ws->keepalive_ms = ec->keepalive_ms;
+	e2b_response_free(resp);
+	resp->status = 200;
+	resp->content_type = E2B_CT_CONNECT_JSON;
+	resp->stream = &ws->s;
+out:
+	free(path);
+	free(abs);
+}
+
 /* --- GET /files --- */
 
 struct file_stream {
@@ -698,8 +886,7 @@ void e2b_envd_handle(const struct e2b_api *api, const struct e2b_route *rt,
 		do_fs(api, rt, ec, resp);
 		break;
 	case E2B_R_FS_WATCH_DIR:
-		e2b_reply_stream_error(resp, CF_UNIMPLEMENTED,
-				       "directory watching is not supported");
+		do_watch_dir(api, ec, resp);
 		break;
 	default:
 		e2b_reply_rpc_error(resp, CF_UNIMPLEMENTED, "%s is not supported",

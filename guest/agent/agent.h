@@ -31,6 +31,7 @@ struct agent_config {
 
 struct exec_state;
 struct write_state;
+struct watch_state;
 
 struct session {
 	int fd;
@@ -44,6 +45,7 @@ struct session {
 	int out_err;		/* the connection broke while writing */
 	struct exec_state *exec;
 	struct write_state *wr;
+	struct watch_state *watch;	/* WATCH: the connection serves only it */
 	uint32_t tmp_seq;
 	uint32_t last_exec;	/* id of the last command, 0: none yet */
 };
@@ -69,6 +71,12 @@ void exec_kill(struct session *s);
 int files_request(struct session *s, const struct cube_wire_msg *m);
 int files_write_data(struct session *s, const struct cube_wire_msg *m);
 void files_abort(struct session *s);
+
+/* watch.c */
+int watch_start(struct session *s, const struct cube_wire_msg *m);
+void watch_poll_fds(struct session *s, struct pollfd *pfd, int *n);
+int watch_handle(struct session *s, const struct pollfd *pfd, int n);
+void watch_stop(struct session *s);
 
 /* system.c */
 int system_request(struct session *s, const struct cube_wire_msg *m);

@@ -141,6 +141,9 @@ static int dispatch(struct session *s, const struct cube_agent_hdr *hdr,
 		return session_send_error(s, m.id, EBUSY,
 					  "a file write is in progress on this connection");
 	}
+	if (s->watch)
+		return session_send_error(s, m.id, EBUSY,
+					  "a watch is running on this connection");
 	if (s->exec) {
 		if (m.type == CUBE_MSG_STDIN || m.type == CUBE_MSG_STDIN_CLOSE ||
 		    m.type == CUBE_MSG_SIGNAL || m.type == CUBE_MSG_RESIZE)
@@ -167,6 +170,8 @@ static int dispatch(struct session *s, const struct cube_agent_hdr *hdr,
 	case CUBE_MSG_RESEED:
 	case CUBE_MSG_IDENTITY:
 		return system_request(s, &m);
+	case CUBE_MSG_WATCH:
+		return watch_start(s, &m);
 	default:
 		return files_request(s, &m);
 	}
@@ -266,6 +271,7 @@ int session_run(int fd, const struct agent_config *cfg)
 		if (s.out_len)
 			pfd[0].events |= POLLOUT;
 		exec_poll_fds(&s, pfd, &n, &timeout);
+		watch_poll_fds(&s, pfd, &n);
 		if (poll(pfd, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -280,11 +286,14 @@ int session_run(int fd, const struct agent_config *cfg)
 			s.in_eof = true;	/* the host is gone */
 		if (!err)
 			err = exec_handle(&s, pfd, n);
+		if (!err)
+			err = watch_handle(&s, pfd, n);
 	}
 	if (s.in_eof && !err && !s.out_err)
 		session_flush(&s, 0);
 	exec_kill(&s);
 	files_abort(&s);
+	watch_stop(&s);
 	free(s.in);
 	free(s.out);
 	close(fd);

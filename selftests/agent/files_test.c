@@ -379,6 +379,73 @@ TEST_F(files, interrupted_write_changes_nothing)
 	EXPECT_ERRNO(access(path, F_OK), ENOENT);
 }
 
+/* the next event of a watch, within 5 s */
+#define next_change(a, t, n) do {					\
+	struct cube_watch_event ev_;					\
+									\
+	ASSERT_EQ(cube_agent_watch_next((a), &ev_, 5000), 0);		\
+	EXPECT_EQ(ev_.type, (t));					\
+	EXPECT_STREQ(ev_.name, (n));					\
+} while (0)
+
+TEST_F(files, watch)
+{
+	char dir[128], f[200], g[160], sub[160];
+	struct cube_watch_event ev;
+	struct cube_agent *b;
+	struct cube_agent_stat st;
+	int fd;
+
+	in_dir(&self->p, dir, sizeof(dir), "w");
+	ASSERT_EQ(mkdir(dir, 0755), 0);
+	snprintf(f, sizeof(f), "%s/f", dir);
+	snprintf(g, sizeof(g), "%s/g", dir);
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	/* not a directory, not there, not absolute */
+	ASSERT_EQ(cube_agent_write_buf(self->a, f, 0, "x", 1), 0);
+	EXPECT_EQ(cube_agent_watch(self->a, f), -ENOTDIR);
+	EXPECT_EQ(cube_agent_watch(self->a, "/no/such/dir"), -ENOENT);
+	EXPECT_EQ(cube_agent_watch(self->a, "rel"), -EINVAL);
+	ASSERT_EQ(unlink(f), 0);
+
+	ASSERT_EQ(cube_agent_watch(self->a, dir), 0);
+	/* the connection serves only the watch */
+	EXPECT_EQ(cube_agent_stat(self->a, dir, &st), -EBUSY);
+	EXPECT_EQ(cube_agent_watch_next(self->a, &ev, 200), -ETIMEDOUT);
+	fd = open(f, O_WRONLY | O_CREAT, 0644);
+	ASSERT_GE(fd, 0);
+	next_change(self->a, CUBE_FS_CREATE, "f");
+	ASSERT_EQ(write(fd, "abc", 3), 3);
+	close(fd);
+	next_change(self->a, CUBE_FS_WRITE, "f");
+	ASSERT_EQ(chmod(f, 0600), 0);
+	next_change(self->a, CUBE_FS_CHMOD, "f");
+	ASSERT_EQ(rename(f, g), 0);
+	next_change(self->a, CUBE_FS_RENAME, "f");
+	next_change(self->a, CUBE_FS_CREATE, "g");
+	ASSERT_EQ(unlink(g), 0);
+	next_change(self->a, CUBE_FS_REMOVE, "g");
+	/* subdirectories are not watched, their own entry is */
+	ASSERT_EQ(mkdir(sub, 0755), 0);
+	next_change(self->a, CUBE_FS_CREATE, "sub");
+	snprintf(f, sizeof(f), "%s/inner", sub);
+	fd = open(f, O_WRONLY | O_CREAT, 0644);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	EXPECT_EQ(cube_agent_watch_next(self->a, &ev, 300), -ETIMEDOUT);
+	ASSERT_EQ(unlink(f), 0);
+	ASSERT_EQ(rmdir(sub), 0);
+	next_change(self->a, CUBE_FS_REMOVE, "sub");
+
+	/* a second connection watches too; removing the directory ends both */
+	b = agent_connect(&self->p);
+	ASSERT_EQ(cube_agent_watch(b, dir), 0);
+	ASSERT_EQ(rmdir(dir), 0);
+	EXPECT_EQ(cube_agent_watch_next(self->a, &ev, 5000), -ENOENT);
+	EXPECT_EQ(cube_agent_watch_next(b, &ev, 5000), -ENOENT);
+	cube_agent_close(b);
+}
+
 FIXTURE(rooted) {
 	struct agent_proc p;
 	struct cube_agent *a;

@@ -76,3 +76,49 @@ test('resizing a command without a pty is refused', async () => {
     /pty/);
   await h.kill();
 });
+
+test('watchDir reports create, write, rename and remove; stop() ends it',
+  async () => {
+    await sbx.files.makeDir('/tmp/watched');
+    const seen = [];
+    const h = await sbx.files.watchDir('/tmp/watched', (e) => seen.push(e));
+    const has = (type, name) => seen.some((e) => e.type === type &&
+      e.name === name);
+    await sbx.commands.run('echo one > /tmp/watched/a');
+    await until('create and write of a',
+      () => has('create', 'a') && has('write', 'a'));
+    await sbx.commands.run('mv /tmp/watched/a /tmp/watched/b');
+    await until('rename of a', () => has('rename', 'a') && has('create', 'b'));
+    await sbx.files.remove('/tmp/watched/b');
+    await until('remove of b', () => has('remove', 'b'));
+    await h.stop();
+    const n = seen.length;
+    await sbx.commands.run('touch /tmp/watched/c');
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(seen.length, n, 'no event after stop()');
+  });
+
+test('watchDir of a missing directory or a file fails', async () => {
+  await assert.rejects(sbx.files.watchDir('/no/such/dir', () => {}));
+  await sbx.files.write('/tmp/plain', 'x');
+  await assert.rejects(sbx.files.watchDir('/tmp/plain', () => {}));
+});
+
+test('at most 16 watches per sandbox', async () => {
+  // a stopped watch may hold its slot until its next keepalive: count
+  // until the refusal instead of expecting it at exactly the 17th
+  const hs = [];
+  let err;
+  for (let i = 0; i < 20 && !err; i++) {
+    try {
+      hs.push(await sbx.files.watchDir('/tmp', () => {}));
+    } catch (e) {
+      err = e;
+    }
+  }
+  assert.ok(err, 'a watch beyond the limit is refused');
+  assert.match(String(err.message), /at most 16/);
+  assert.ok(hs.length >= 14 && hs.length <= 16, `${hs.length} watches`);
+  for (const h of hs)
+    await h.stop();
+});
