@@ -658,6 +658,79 @@ static int list_fake(const uint8_t *m, size_t n)
 	return err;
 }
 
+/* OK to WATCH, then @m: the result of the first watch_next() */
+static int watch_fake(const uint8_t *m, size_t n, struct cube_watch_event *ev)
+{
+	struct cube_wire_buf b = { 0 };
+	static uint8_t all[2 * CUBE_AGENT_MAX_PAYLOAD];
+	struct cube_agent *a;
+	size_t k;
+	pid_t pid;
+	int err;
+
+	cube_wire_start(&b, CUBE_MSG_OK, 1);
+	k = build(&b, all);
+	memcpy(all + k, m, n);
+	a = fake_agent(all, k + n, &pid);
+	err = cube_agent_watch(a, "/d");
+	if (!err)
+		err = cube_agent_watch_next(a, ev, 2000);
+	TH_LOG("watch: %d (%s)", err, cube_agent_error(a));
+	fake_done(a, pid);
+	return err;
+}
+
+static size_t fs_event(uint8_t *m, uint32_t id, uint32_t type, const char *name)
+{
+	struct cube_wire_buf b = { 0 };
+
+	cube_wire_start(&b, CUBE_MSG_FS_EVENT, id);
+	cube_wire_put_u32(&b, CUBE_ATTR_EVENT, type);
+	if (name)
+		cube_wire_put_str(&b, CUBE_ATTR_NAME, name);
+	return build(&b, m);
+}
+
+TEST(fake_bad_watch_events)
+{
+	static char longname[CUBE_AGENT_MAX_NAME + 8];
+	struct cube_wire_buf b = { 0 };
+	struct cube_watch_event ev;
+	static uint8_t m[4096];
+	size_t n;
+
+	n = fs_event(m, 1, CUBE_FS_WRITE, "f");
+	ASSERT_EQ(watch_fake(m, n, &ev), 0);
+	EXPECT_EQ(ev.type, CUBE_FS_WRITE);
+	EXPECT_STREQ(ev.name, "f");
+	/* type out of range, names with '/', "..", too long, missing */
+	n = fs_event(m, 1, 0, "f");
+	EXPECT_EQ(watch_fake(m, n, &ev), -EPROTO);
+	n = fs_event(m, 1, CUBE_FS_EVENT_MAX + 1, "f");
+	EXPECT_EQ(watch_fake(m, n, &ev), -EPROTO);
+	n = fs_event(m, 1, CUBE_FS_CREATE, "a/b");
+	EXPECT_EQ(watch_fake(m, n, &ev), -EPROTO);
+	n = fs_event(m, 1, CUBE_FS_CREATE, "..");
+	EXPECT_EQ(watch_fake(m, n, &ev), -EPROTO);
+	memset(longname, 'x', sizeof(longname) - 1);
+	n = fs_event(m, 1, CUBE_FS_CREATE, longname);
+	EXPECT_EQ(watch_fake(m, n, &ev), -EPROTO);
+	n = fs_event(m, 1, CUBE_FS_CREATE, NULL);
+	EXPECT_EQ(watch_fake(m, n, &ev), -EPROTO);
+	/* another request's event; a message that is no event */
+	n = fs_event(m, 9, CUBE_FS_CREATE, "f");
+	EXPECT_EQ(watch_fake(m, n, &ev), -EPROTO);
+	cube_wire_start(&b, CUBE_MSG_STDOUT, 1);
+	cube_wire_put(&b, CUBE_ATTR_DATA, "x", 1);
+	n = build(&b, m);
+	EXPECT_EQ(watch_fake(m, n, &ev), -EPROTO);
+	/* an ERROR ends the watch with its errno */
+	cube_wire_start(&b, CUBE_MSG_ERROR, 1);
+	cube_wire_put_u32(&b, CUBE_ATTR_ERRNO, ENOENT);
+	n = build(&b, m);
+	EXPECT_EQ(watch_fake(m, n, &ev), -ENOENT);
+}
+
 TEST(fake_bad_file_answers)
 {
 	struct cube_wire_buf b = { 0 };
