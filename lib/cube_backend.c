@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,13 @@ struct sbx {
 	unsigned int vcpus;
 	unsigned int memory_mb;
 	struct timespec meta_mtime;	/* of e2b.json when last read or written */
+	/* the E2B id: the module id, or the first one of a resumed sandbox */
+	char eid[E2B_ID_MAX + 1];
+	bool pausing;			/* a pause is snapshotting it */
+	struct cube_cpu_sample {
+		uint64_t cpu_ns;	/* the VMM's user + system time */
+		uint64_t wall_ns;	/* CLOCK_MONOTONIC */
+	} cpu;
 };
 
 struct cube_backend {
@@ -69,25 +77,34 @@ static void meta_stat(uint64_t id, struct timespec *out)
 		*out = st.st_mtim;
 }
 
-static int meta_save(struct sbx *s)
+static struct json_object *sbx_json(const struct sbx *s)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "end_at", json_object_new_int64(s->end_at));
+	json_object_object_add(o, "token", json_object_new_string(s->token));
+	if (s->eid[0])
+		json_object_object_add(o, "e2b_id",
+				       json_object_new_string(s->eid));
+	if (s->started_at)
+		json_object_object_add(o, "started_at",
+				       json_object_new_int64(s->started_at));
+	kvs_to_json(o, "metadata", &s->metadata);
+	kvs_to_json(o, "env", &s->env);
+	return o;
+}
+
+/* write @o to @path atomically; consumes @o */
+static int json_save(const char *path, struct json_object *o)
+{
+	char tmp[PATH_MAX + 8];
 	const char *str;
 	int fd, ret = 0;
 	size_t len;
 
-	if (!o)
-		return -ENOMEM;
-	json_object_object_add(o, "end_at", json_object_new_int64(s->end_at));
-	json_object_object_add(o, "token", json_object_new_string(s->token));
-	kvs_to_json(o, "metadata", &s->metadata);
-	kvs_to_json(o, "env", &s->env);
 	str = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-	if (cube_sandbox_path(path, sizeof(path), s->id, "e2b.json")) {
-		json_object_put(o);
-		return -ENAMETOOLONG;
-	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -103,6 +120,21 @@ static int meta_save(struct sbx *s)
 			unlink(tmp);
 	}
 	json_object_put(o);
+	return ret;
+}
+
+static int meta_save(struct sbx *s)
+{
+	struct json_object *o;
+	char path[PATH_MAX];
+	int ret;
+
+	if (cube_sandbox_path(path, sizeof(path), s->id, "e2b.json"))
+		return -ENAMETOOLONG;
+	o = sbx_json(s);
+	if (!o)
+		return -ENOMEM;
+	ret = json_save(path, o);
 	if (!ret)
 		meta_stat(s->id, &s->meta_mtime);
 	return ret;
@@ -141,18 +173,17 @@ static void kvs_from_json(struct json_object *o, const char *k,
 	}
 }
 
-/* Fill what the file says; a missing or damaged file changes nothing. */
-static void meta_load(struct sbx *s)
+static void sbx_from_json(struct sbx *s, struct json_object *o)
 {
-	struct json_object *o, *v;
-	char path[PATH_MAX];
+	struct json_object *v;
 
-	if (cube_sandbox_path(path, sizeof(path), s->id, "e2b.json"))
-		return;
-	meta_stat(s->id, &s->meta_mtime);
-	o = json_object_from_file(path);
-	if (!o)
-		return;
+	if (json_object_object_get_ex(o, "e2b_id", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    e2b_id_valid(json_object_get_string(v)))
+		strcpy(s->eid, json_object_get_string(v));
+	if (json_object_object_get_ex(o, "started_at", &v) &&
+	    json_object_is_type(v, json_type_int))
+		s->started_at = json_object_get_int64(v);
 	if (json_object_object_get_ex(o, "end_at", &v) &&
 	    json_object_is_type(v, json_type_int))
 		s->end_at = json_object_get_int64(v);
@@ -162,6 +193,21 @@ static void meta_load(struct sbx *s)
 		strcpy(s->token, json_object_get_string(v));
 	kvs_from_json(o, "metadata", &s->metadata);
 	kvs_from_json(o, "env", &s->env);
+}
+
+/* Fill what the file says; a missing or damaged file changes nothing. */
+static void meta_load(struct sbx *s)
+{
+	struct json_object *o;
+	char path[PATH_MAX];
+
+	if (cube_sandbox_path(path, sizeof(path), s->id, "e2b.json"))
+		return;
+	meta_stat(s->id, &s->meta_mtime);
+	o = json_object_from_file(path);
+	if (!o)
+		return;
+	sbx_from_json(s, o);
 	json_object_put(o);
 }
 
@@ -225,6 +271,9 @@ static struct sbx *adopt_locked(struct cube_backend *b,
 				(time_t)(ns->created_ns / 1000000000ULL) :
 				time(NULL);
 		meta_load(s);
+		if (!s->eid[0])
+			snprintf(s->eid, sizeof(s->eid), "%llu",
+				 (unsigned long long)s->id);
 		if (!s->token[0] && (e2b_token_new(s->token) || meta_save(s))) {
 			sbx_free(s);
 			return NULL;
@@ -280,16 +329,36 @@ static int sync_locked(struct cube_backend *b)
 	return 0;
 }
 
-/* The entry of @sid, checked against the module; locked. */
+static struct sbx *find_eid_locked(struct cube_backend *b, const char *sid)
+{
+	struct sbx *s;
+
+	for (s = b->list; s; s = s->next)
+		if (!strcmp(s->eid, sid))
+			return s;
+	return NULL;
+}
+
+/* The entry of E2B id @sid, checked against the module; locked. */
 static int lookup_locked(struct cube_backend *b, const char *sid,
 			 struct sbx **out)
 {
 	struct cube_nl_sandbox ns;
+	struct sbx *s;
 	uint64_t id;
 	int ret;
 
-	if (cube_parse_id(sid, &id))
+	s = find_eid_locked(b, sid);
+	if (!s) {
+		/* one started by someone else, or before cubed restarted */
+		ret = sync_locked(b);
+		if (ret)
+			return ret;
+		s = find_eid_locked(b, sid);
+	}
+	if (!s)
 		return -ENOENT;
+	id = s->id;
 	ret = cube_nl_sandbox_get(b->nl, id, &ns);
 	if (ret == -ENOENT || (!ret && !usable(&ns))) {
 		unlink_locked(b, id);
@@ -304,7 +373,7 @@ static int lookup_locked(struct cube_backend *b, const char *sid,
 static void to_e2b(const struct sbx *s, struct e2b_sandbox *out)
 {
 	memset(out, 0, sizeof(*out));
-	snprintf(out->id, sizeof(out->id), "%llu", (unsigned long long)s->id);
+	snprintf(out->id, sizeof(out->id), "%s", s->eid);
 	snprintf(out->template_id, sizeof(out->template_id), "%s",
 		 s->template_name);
 	e2b_kvs_copy(&out->metadata, &s->metadata);
@@ -314,6 +383,165 @@ static void to_e2b(const struct sbx *s, struct e2b_sandbox *out)
 	out->vcpus = s->vcpus;
 	out->memory_mb = s->memory_mb;
 	strcpy(out->envd_token, s->token);
+}
+
+/* --- paused sandboxes --- */
+
+/*
+ * A paused sandbox has no VM and no module sandbox: it is the record
+ * $CUBE_STATE_DIR/paused/<e2b id>.json (what the E2B sandbox was, and where
+ * its snapshot is) and that snapshot, $CUBE_STATE_DIR/paused/<e2b id>-<n>/.
+ * Resuming hands the snapshot to the new sandbox (removed when it ends).
+ */
+static int paused_path(char *buf, size_t len, const char *eid,
+		       const char *suffix)
+{
+	int n = snprintf(buf, len, "%s/paused/%s%s", cube_state_dir(), eid,
+			 suffix);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+struct paused {
+	struct sbx s;
+	char snapshot[PATH_MAX];
+};
+
+static void paused_free(struct paused *p)
+{
+	e2b_kvs_free(&p->s.metadata);
+	e2b_kvs_free(&p->s.env);
+	explicit_bzero(p->s.token, sizeof(p->s.token));
+}
+
+static int paused_save(const struct sbx *s, const char *snapshot)
+{
+	struct json_object *o = sbx_json(s);
+	char path[PATH_MAX];
+
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "template",
+			       json_object_new_string(s->template_name));
+	json_object_object_add(o, "vcpus", json_object_new_int(s->vcpus));
+	json_object_object_add(o, "memory_mb",
+			       json_object_new_int(s->memory_mb));
+	json_object_object_add(o, "snapshot", json_object_new_string(snapshot));
+	if (paused_path(path, sizeof(path), s->eid, ".json")) {
+		json_object_put(o);
+		return -ENAMETOOLONG;
+	}
+	return json_save(path, o);
+}
+
+/* -ENOENT: no such paused sandbox; -EINVAL: a damaged record */
+static int paused_load_file(const char *path, struct paused *p)
+{
+	struct json_object *o, *v;
+	int ret = -EINVAL;
+
+	memset(p, 0, sizeof(*p));
+	o = json_object_from_file(path);
+	if (!o)
+		return access(path, F_OK) ? -ENOENT : -EINVAL;
+	sbx_from_json(&p->s, o);
+	if (json_object_object_get_ex(o, "template", &v) &&
+	    json_object_is_type(v, json_type_string))
+		snprintf(p->s.template_name, sizeof(p->s.template_name), "%s",
+			 json_object_get_string(v));
+	if (json_object_object_get_ex(o, "vcpus", &v))
+		p->s.vcpus = json_object_get_int(v);
+	if (json_object_object_get_ex(o, "memory_mb", &v))
+		p->s.memory_mb = json_object_get_int(v);
+	if (json_object_object_get_ex(o, "snapshot", &v) &&
+	    json_object_is_type(v, json_type_string))
+		snprintf(p->snapshot, sizeof(p->snapshot), "%s",
+			 json_object_get_string(v));
+	if (p->s.eid[0] && p->s.token[0] && p->snapshot[0] &&
+	    cube_name_valid(p->s.template_name))
+		ret = 0;
+	json_object_put(o);
+	if (ret)
+		paused_free(p);
+	return ret;
+}
+
+static int paused_load(const char *eid, struct paused *p)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	if (!e2b_id_valid(eid))
+		return -ENOENT;
+	ret = paused_path(path, sizeof(path), eid, ".json");
+	if (!ret)
+		ret = paused_load_file(path, p);
+	if (!ret && strcmp(p->s.eid, eid)) {
+		paused_free(p);
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+/* the record and the snapshot go */
+static int paused_remove(const char *eid, const char *snapshot)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	ret = paused_path(path, sizeof(path), eid, ".json");
+	if (ret)
+		return ret;
+	if (unlink(path))
+		return -errno;
+	if (snapshot[0])
+		cube_remove_tree(snapshot);
+	return 0;
+}
+
+static void paused_to_e2b(const struct paused *p, struct e2b_sandbox *out)
+{
+	to_e2b(&p->s, out);
+	out->paused = true;
+}
+
+/* every paused sandbox, appended to @v (@n, @cap) */
+static int paused_list(struct e2b_sandbox **v, size_t *n, size_t *cap)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/paused", cube_state_dir());
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		struct paused p;
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (paused_load_file(path, &p))
+			continue;
+		if (*n == *cap) {
+			size_t nc = *cap ? 2 * *cap : 8;
+			void *nv = realloc(*v, nc * sizeof(**v));
+
+			if (!nv) {
+				paused_free(&p);
+				closedir(d);
+				return -ENOMEM;
+			}
+			*v = nv;
+			*cap = nc;
+		}
+		paused_to_e2b(&p, &(*v)[(*n)++]);
+		paused_free(&p);
+	}
+	closedir(d);
+	return 0;
 }
 
 /* --- life cycle --- */
@@ -386,7 +614,7 @@ static int be_list(void *be, struct e2b_sandbox **out, size_t *n)
 	struct cube_backend *b = be;
 	struct e2b_sandbox *v;
 	struct sbx *s;
-	size_t cnt = 0;
+	size_t cnt = 0, cap;
 	int ret;
 
 	pthread_mutex_lock(&b->lock);
@@ -397,7 +625,8 @@ static int be_list(void *be, struct e2b_sandbox **out, size_t *n)
 	}
 	for (s = b->list; s; s = s->next)
 		cnt++;
-	v = calloc(cnt ? cnt : 1, sizeof(*v));
+	cap = cnt ? cnt : 1;
+	v = calloc(cap, sizeof(*v));
 	if (!v) {
 		pthread_mutex_unlock(&b->lock);
 		return -ENOMEM;
@@ -405,7 +634,14 @@ static int be_list(void *be, struct e2b_sandbox **out, size_t *n)
 	cnt = 0;
 	for (s = b->list; s; s = s->next)
 		to_e2b(s, &v[cnt++]);
+	ret = paused_list(&v, &cnt, &cap);
 	pthread_mutex_unlock(&b->lock);
+	if (ret) {
+		while (cnt)
+			e2b_sandbox_free(&v[--cnt]);
+		free(v);
+		return ret;
+	}
 	*out = v;
 	*n = cnt;
 	return 0;
@@ -417,10 +653,17 @@ static int be_get(void *be, const char *id, struct e2b_sandbox *out)
 	struct sbx *s;
 	int ret;
 
+	struct paused p;
+
 	pthread_mutex_lock(&b->lock);
 	ret = lookup_locked(b, id, &s);
 	if (!ret)
 		to_e2b(s, out);
+	if (ret == -ENOENT && !paused_load(id, &p)) {
+		paused_to_e2b(&p, out);
+		paused_free(&p);
+		ret = 0;
+	}
 	pthread_mutex_unlock(&b->lock);
 	return ret;
 }
@@ -441,6 +684,15 @@ static int be_kill(void *be, const char *sid)
 			cube_proc_drop_sandbox(b->procs, id);
 			unlink_locked(b, id);
 		}
+	} else if (ret == -ENOENT) {
+		struct paused p;
+
+		/* a paused one: its record and its snapshot go */
+		ret = paused_load(sid, &p);
+		if (!ret) {
+			ret = paused_remove(sid, p.snapshot);
+			paused_free(&p);
+		}
 	}
 	pthread_mutex_unlock(&b->lock);
 	return ret;
@@ -457,6 +709,16 @@ static int be_set_timeout(void *be, const char *sid, unsigned int secs)
 	if (!ret) {
 		s->end_at = time(NULL) + secs;
 		ret = meta_save(s);
+	} else if (ret == -ENOENT) {
+		struct paused p;
+
+		/* a paused sandbox keeps its end, and may be given another */
+		ret = paused_load(sid, &p);
+		if (!ret) {
+			p.s.end_at = time(NULL) + secs;
+			ret = paused_save(&p.s, p.snapshot);
+			paused_free(&p);
+		}
 	}
 	pthread_mutex_unlock(&b->lock);
 	return ret;
@@ -519,6 +781,405 @@ out:
 	return ret;
 }
 
+static int be_pause(void *be, const char *sid, char *msg)
+{
+	struct cube_backend *b = be;
+	char err[CUBE_ERR_MAX] = "", snap[PATH_MAX], dir[PATH_MAX];
+	static unsigned int seq;
+	struct timespec now;
+	struct paused p;
+	struct sbx *s;
+	uint64_t id;
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	ret = lookup_locked(b, sid, &s);
+	if (ret == -ENOENT && !paused_load(sid, &p)) {
+		paused_free(&p);
+		ret = -EEXIST;
+	}
+	if (!ret && s->pausing)
+		ret = -EEXIST;
+	if (!ret) {
+		s->pausing = true;
+		id = s->id;
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (ret)
+		return ret;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(dir, sizeof(dir), "%s/paused", cube_state_dir());
+	mkdir(cube_state_dir(), 0755);
+	mkdir(dir, 0700);
+	snprintf(dir, sizeof(dir), "-%lld-%u", (long long)now.tv_sec,
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	ret = paused_path(snap, sizeof(snap), sid, dir);
+	if (!ret)
+		ret = cube_sandbox_checkpoint(id, snap, err);
+	if (ret && err[0])
+		snprintf(msg, E2B_MSG_MAX, "cannot pause: %s", err);
+
+	pthread_mutex_lock(&b->lock);
+	s = find_locked(b, id);
+	if (!ret && !s) {
+		/* killed while it was snapshotted */
+		cube_remove_tree(snap);
+		ret = -ENOENT;
+	}
+	if (!ret) {
+		ret = paused_save(s, snap);
+		if (ret) {
+			cube_remove_tree(snap);
+			cube_sandbox_resume_vm(id);
+			snprintf(msg, E2B_MSG_MAX, "cannot record the pause: %s",
+				 strerror(-ret));
+		}
+	}
+	if (!ret) {
+		/* the VM ends; its memory is in the snapshot now */
+		cube_nl_sandbox_kill(b->nl, id, 0);
+		cube_proc_drop_sandbox(b->procs, id);
+		unlink_locked(b, id);
+	} else if (s) {
+		s->pausing = false;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+static int be_resume(void *be, const char *sid, char *msg)
+{
+	struct cube_backend *b = be;
+	char err[CUBE_ERR_MAX] = "", rec[PATH_MAX], claim[PATH_MAX];
+	struct cube_template t;
+	struct cube_launch l = { .tmpl = &t, .own_snapshot = true };
+	struct cube_nl_sandbox ns;
+	struct paused p;
+	struct sbx *s;
+	uint64_t id;
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	ret = lookup_locked(b, sid, &s);
+	pthread_mutex_unlock(&b->lock);
+	if (!ret)
+		return -EEXIST;
+	if (ret != -ENOENT)
+		return ret;
+	ret = paused_load(sid, &p);
+	if (ret)
+		return ret == -EINVAL ? -EIO : ret;
+	/* claim the record: one resume at a time */
+	if (paused_path(rec, sizeof(rec), sid, ".json") ||
+	    paused_path(claim, sizeof(claim), sid, ".resuming")) {
+		paused_free(&p);
+		return -ENAMETOOLONG;
+	}
+	if (rename(rec, claim)) {
+		paused_free(&p);
+		return errno == ENOENT ? -EEXIST : -errno;
+	}
+	ret = cube_template_load(p.s.template_name, &t, err);
+	if (!ret) {
+		snprintf(t.snapshot, sizeof(t.snapshot), "%s", p.snapshot);
+		l.vcpus = p.s.vcpus;
+		l.memory_mb = p.s.memory_mb;
+		ret = cube_sandbox_launch(&l, &id, err);
+	}
+	if (ret) {
+		snprintf(msg, E2B_MSG_MAX, "cannot resume: %s", err);
+		rename(claim, rec);
+		paused_free(&p);
+		return ret == -ENOENT ? -EIO : ret;
+	}
+	pthread_mutex_lock(&b->lock);
+	ret = cube_nl_sandbox_get(b->nl, id, &ns);
+	if (!ret) {
+		if (ns.state == CUBE_SANDBOX_READY)
+			ns.state = CUBE_SANDBOX_RUNNING;
+		/* the E2B id is known before the new entry is first read */
+		s = adopt_locked(b, &ns);
+		ret = s ? 0 : -ENOMEM;
+	}
+	if (!ret) {
+		snprintf(s->eid, sizeof(s->eid), "%s", p.s.eid);
+		strcpy(s->token, p.s.token);
+		s->started_at = p.s.started_at;
+		s->end_at = p.s.end_at;
+		e2b_kvs_free(&s->metadata);
+		e2b_kvs_free(&s->env);
+		s->metadata = p.s.metadata;
+		s->env = p.s.env;
+		memset(&p.s.metadata, 0, sizeof(p.s.metadata));
+		memset(&p.s.env, 0, sizeof(p.s.env));
+		ret = meta_save(s);
+	}
+	if (ret) {
+		/* the snapshot went with the failed sandbox */
+		unlink_locked(b, id);
+		cube_nl_sandbox_kill(b->nl, id, 0);
+		snprintf(msg, E2B_MSG_MAX, "cannot register the sandbox: %s",
+			 strerror(-ret));
+	}
+	unlink(claim);
+	pthread_mutex_unlock(&b->lock);
+	paused_free(&p);
+	return ret;
+}
+
+/* --- metrics --- */
+
+/* the VMM: the one child of the shim that owns the module sandbox */
+static pid_t vmm_pid(pid_t shim)
+{
+	char path[64], buf[64];
+	pid_t pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", shim, shim);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f))
+		pid = atoi(buf);
+	fclose(f);
+	return pid;
+}
+
+/* user + system time of @pid and its threads, in ns */
+static int proc_cpu_ns(pid_t pid, uint64_t *out)
+{
+	unsigned long long ut, st;
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* fields after the command name, which may hold spaces */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -EIO;
+	*out = (ut + st) * (1000000000ULL / sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
+/* resident bytes of @pid (VmRSS) */
+static uint64_t proc_rss(pid_t pid)
+{
+	unsigned long long kb = 0;
+	char path[64], line[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb << 10;
+}
+
+static int be_metrics(void *be, const char *sid, struct e2b_metrics *out)
+{
+	struct cube_backend *b = be;
+	struct cube_nl_sandbox ns;
+	struct cube_template t;
+	struct timespec mono;
+	struct stat st;
+	uint64_t cpu = 0, wall, used;
+	struct sbx *s;
+	pid_t vmm;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&b->lock);
+	ret = lookup_locked(b, sid, &s);
+	if (!ret)
+		ret = cube_nl_sandbox_get(b->nl, s->id, &ns);
+	if (ret)
+		goto out;
+	out->timestamp = time(NULL);
+	out->cpu_count = ns.vcpus;
+	out->mem_total = ns.memory;
+	/* what the guest touched: its own pages and the snapshot's it maps */
+	used = (ns.private_pages + ns.shared_pages) * (uint64_t)sysconf(_SC_PAGESIZE);
+	vmm = vmm_pid(ns.owner_pid);
+	/* no clone counters (memory mapped from the file): what the VMM holds */
+	if (!used && vmm > 0)
+		used = proc_rss(vmm);
+	out->mem_used = used < ns.memory ? used : ns.memory;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	wall = mono.tv_sec * 1000000000ULL + mono.tv_nsec;
+	if (vmm > 0 && !proc_cpu_ns(vmm, &cpu) && ns.vcpus) {
+		uint64_t dc, dw;
+
+		if (s->cpu.wall_ns && cpu >= s->cpu.cpu_ns) {
+			/* since the last sample */
+			dc = cpu - s->cpu.cpu_ns;
+			dw = wall - s->cpu.wall_ns;
+		} else {
+			/* since the sandbox started */
+			dc = cpu;
+			dw = (uint64_t)(time(NULL) - s->started_at) * 1000000000ULL;
+		}
+		if (dw)
+			out->cpu_used_pct = 100.0 * dc / dw / ns.vcpus;
+		if (out->cpu_used_pct > 100.0)
+			out->cpu_used_pct = 100.0;
+		s->cpu.cpu_ns = cpu;
+		s->cpu.wall_ns = wall;
+	}
+	/* the root image: its size and the blocks it holds */
+	if (!cube_template_load(s->template_name, &t, NULL) && t.rootfs[0] &&
+	    !stat(t.rootfs, &st)) {
+		out->disk_total = st.st_size;
+		out->disk_used = (uint64_t)st.st_blocks * 512;
+		if (out->disk_used > out->disk_total)
+			out->disk_used = out->disk_total;
+	}
+out:
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+/* --- snapshots --- */
+
+/*
+ * A snapshot of a sandbox is a template of its own: the source template's
+ * kernel, rootfs and size, the sandbox's VM state as "snapshot/", and
+ * "e2b-snapshot" naming the sandbox it was made of.
+ */
+static int be_snapshot(void *be, const char *sid, const char *name,
+		       struct e2b_snapshot *out, char *msg)
+{
+	struct cube_backend *b = be;
+	char tmpl[CUBE_NAME_MAX], eid[E2B_ID_MAX + 1], err[CUBE_ERR_MAX] = "";
+	char path[PATH_MAX + 32], gen[128];
+	static unsigned int seq;
+	struct cube_template t, old;
+	struct sbx *s;
+	uint64_t id;
+	FILE *f;
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	ret = lookup_locked(b, sid, &s);
+	if (!ret) {
+		id = s->id;
+		snprintf(tmpl, sizeof(tmpl), "%s", s->template_name);
+		snprintf(eid, sizeof(eid), "%s", s->eid);
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (ret)
+		return ret;
+	if (!name[0]) {
+		snprintf(gen, sizeof(gen), "snapshot-%s-%lld-%u", eid,
+			 (long long)time(NULL),
+			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		name = gen;
+	}
+	if (!cube_name_valid(name) || strlen(name) > E2B_TEMPLATE_MAX)
+		return -EINVAL;
+	ret = cube_template_load(tmpl, &t, err);
+	if (ret) {
+		snprintf(msg, E2B_MSG_MAX, "cannot snapshot: %s", err);
+		return -EIO;
+	}
+	if (cube_template_load(name, &old, NULL) != -ENOENT)
+		return -EEXIST;
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	if (snprintf(t.dir, sizeof(t.dir), "%s/templates/%s", cube_state_dir(),
+		     name) >= (int)sizeof(t.dir))
+		return -ENAMETOOLONG;
+	snprintf(t.snapshot, sizeof(t.snapshot), "%s/snapshot", t.dir);
+	/* the directory is ours alone: a racing snapshot of that name loses */
+	snprintf(path, sizeof(path), "%s/templates", cube_state_dir());
+	mkdir(cube_state_dir(), 0755);
+	mkdir(path, 0755);
+	if (mkdir(t.dir, 0755))
+		return errno == EEXIST ? -EEXIST : -errno;
+	ret = cube_sandbox_checkpoint(id, t.snapshot, err);
+	if (ret) {
+		snprintf(msg, E2B_MSG_MAX, "cannot snapshot: %s", err);
+		rmdir(t.dir);
+		return ret;
+	}
+	cube_sandbox_resume_vm(id);
+	snprintf(path, sizeof(path), "%s/e2b-snapshot", t.dir);
+	f = fopen(path, "we");
+	if (!f || fprintf(f, "%s\n", eid) < 0) {
+		ret = -EIO;
+	}
+	if (f && fclose(f) && !ret)
+		ret = -errno;
+	/* template.conf last: only a whole template is ever listed */
+	if (!ret)
+		ret = cube_template_save(&t);
+	if (ret) {
+		cube_remove_tree(t.dir);
+		snprintf(msg, E2B_MSG_MAX, "cannot record the snapshot: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", name);
+	snprintf(out->sandbox, sizeof(out->sandbox), "%s", eid);
+	return 0;
+}
+
+static int be_list_snapshots(void *be, struct e2b_snapshot **out, size_t *n)
+{
+	char (*names)[CUBE_NAME_MAX] = NULL, path[PATH_MAX + 2 * CUBE_NAME_MAX];
+	struct e2b_snapshot *v;
+	size_t cnt, i, k = 0;
+	int ret;
+
+	ret = cube_template_list(&names, &cnt);
+	if (ret)
+		return ret;
+	v = calloc(cnt ? cnt : 1, sizeof(*v));
+	if (!v) {
+		free(names);
+		return -ENOMEM;
+	}
+	for (i = 0; i < cnt; i++) {
+		char line[E2B_ID_MAX + 4] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/templates/%s/e2b-snapshot",
+			 cube_state_dir(), names[i]);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (e2b_id_valid(line) &&
+			    strlen(names[i]) <= E2B_TEMPLATE_MAX) {
+				strcpy(v[k].id, names[i]);
+				strcpy(v[k].sandbox, line);
+				k++;
+			}
+		}
+		fclose(f);
+	}
+	free(names);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 /* --- processes --- */
 
 static int be_proc_start(void *be, const char *sid, const struct e2b_start *req,
@@ -544,9 +1205,18 @@ static int be_proc_start(void *be, const char *sid, const struct e2b_start *req,
 	return ret;
 }
 
-static int sandbox_id(const char *sid, uint64_t *id)
+/* the module id of E2B id @sid */
+static int sandbox_id(struct cube_backend *b, const char *sid, uint64_t *id)
 {
-	return cube_parse_id(sid, id) ? -ENOENT : 0;
+	struct sbx *s;
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	ret = lookup_locked(b, sid, &s);
+	if (!ret)
+		*id = s->id;
+	pthread_mutex_unlock(&b->lock);
+	return ret;
 }
 
 static int be_proc_connect(void *be, const char *sid,
@@ -555,7 +1225,7 @@ static int be_proc_connect(void *be, const char *sid,
 	struct cube_backend *b = be;
 	uint64_t id;
 
-	return sandbox_id(sid, &id) ?: cube_proc_connect(b->procs, id, sel, out);
+	return sandbox_id(b, sid, &id) ?: cube_proc_connect(b->procs, id, sel, out);
 }
 
 static int be_proc_list(void *be, const char *sid, struct e2b_proc_info **out,
@@ -564,7 +1234,7 @@ static int be_proc_list(void *be, const char *sid, struct e2b_proc_info **out,
 	struct cube_backend *b = be;
 	uint64_t id;
 
-	return sandbox_id(sid, &id) ?: cube_proc_list(b->procs, id, out, n);
+	return sandbox_id(b, sid, &id) ?: cube_proc_list(b->procs, id, out, n);
 }
 
 static int be_proc_signal(void *be, const char *sid,
@@ -573,7 +1243,7 @@ static int be_proc_signal(void *be, const char *sid,
 	struct cube_backend *b = be;
 	uint64_t id;
 
-	return sandbox_id(sid, &id) ?: cube_proc_signal(b->procs, id, sel, sig);
+	return sandbox_id(b, sid, &id) ?: cube_proc_signal(b->procs, id, sel, sig);
 }
 
 static int be_proc_input(void *be, const char *sid,
@@ -583,7 +1253,7 @@ static int be_proc_input(void *be, const char *sid,
 	struct cube_backend *b = be;
 	uint64_t id;
 
-	return sandbox_id(sid, &id) ?:
+	return sandbox_id(b, sid, &id) ?:
 	       cube_proc_input(b->procs, id, sel, data, len);
 }
 
@@ -593,7 +1263,7 @@ static int be_proc_close_stdin(void *be, const char *sid,
 	struct cube_backend *b = be;
 	uint64_t id;
 
-	return sandbox_id(sid, &id) ?: cube_proc_close_stdin(b->procs, id, sel);
+	return sandbox_id(b, sid, &id) ?: cube_proc_close_stdin(b->procs, id, sel);
 }
 
 static int be_proc_update(void *be, const char *sid,
@@ -603,7 +1273,7 @@ static int be_proc_update(void *be, const char *sid,
 	struct cube_backend *b = be;
 	uint64_t id;
 
-	return sandbox_id(sid, &id) ?:
+	return sandbox_id(b, sid, &id) ?:
 	       cube_proc_resize(b->procs, id, sel, cols, rows);
 }
 
@@ -613,24 +1283,28 @@ static int be_watch_start(void *be, const char *sid, const char *user,
 	struct cube_backend *b = be;
 	uint64_t id;
 
-	return sandbox_id(sid, &id) ?:
+	return sandbox_id(b, sid, &id) ?:
 	       cube_watch_start(b->procs, id, path, out, msg);
 }
 
 /* --- files --- */
 
-static int agent_for(const char *sid, struct cube_agent **a)
+static int agent_for_id(uint64_t id, struct cube_agent **a)
 {
-	uint64_t id;
-	int ret;
+	int ret = cube_sandbox_agent(id, a);
 
-	if (cube_parse_id(sid, &id))
-		return -ENOENT;
-	ret = cube_sandbox_agent(id, a);
 	if (ret)
 		return ret == -ENOENT ? -ECONNREFUSED : ret;
 	cube_agent_set_timeout(*a, 30000);
 	return 0;
+}
+
+static int agent_for(struct cube_backend *b, const char *sid,
+		     struct cube_agent **a)
+{
+	uint64_t id;
+
+	return sandbox_id(b, sid, &id) ?: agent_for_id(id, a);
 }
 
 /* A path relative to the user's home becomes absolute. */
@@ -705,7 +1379,7 @@ static int be_fs_stat(void *be, const char *sid, const char *user,
 	char p[PATH_MAX];
 	int ret;
 
-	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(sid, &a);
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
 	if (ret)
 		return ret;
 	ret = stat_entry(a, p, out);
@@ -786,7 +1460,7 @@ static int be_fs_list(void *be, const char *sid, const char *user,
 	char p[PATH_MAX];
 	int ret;
 
-	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(sid, &c.a);
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &c.a);
 	if (ret)
 		return ret;
 	ret = cube_agent_stat(c.a, p, &st);
@@ -814,7 +1488,7 @@ static int be_fs_mkdir(void *be, const char *sid, const char *user,
 	char p[PATH_MAX];
 	int ret;
 
-	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(sid, &a);
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
 	if (ret)
 		return ret;
 	ret = cube_agent_stat(a, p, &st);
@@ -838,7 +1512,7 @@ static int be_fs_move(void *be, const char *sid, const char *user,
 	int ret;
 
 	ret = resolve(user, from, pf, sizeof(pf)) ?:
-	      resolve(user, to, pt, sizeof(pt)) ?: agent_for(sid, &a);
+	      resolve(user, to, pt, sizeof(pt)) ?: agent_for(be, sid, &a);
 	if (ret)
 		return ret;
 	ret = cube_agent_rename(a, pf, pt);
@@ -856,7 +1530,7 @@ static int be_fs_remove(void *be, const char *sid, const char *user,
 	char p[PATH_MAX];
 	int ret;
 
-	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(sid, &a);
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
 	if (ret)
 		return ret;
 	ret = cube_agent_remove(a, p, true);
@@ -867,7 +1541,7 @@ static int be_fs_remove(void *be, const char *sid, const char *user,
 
 /* Transfers go through memory, bounded by FILE_MAX. */
 struct e2b_file {
-	char sid[E2B_ID_MAX + 1];
+	uint64_t id;			/* the module sandbox */
 	char path[PATH_MAX];
 	unsigned char *buf;
 	size_t len, cap, off;
@@ -907,7 +1581,7 @@ static int be_file_read(void *be, const char *sid, const char *user,
 	char p[PATH_MAX];
 	int ret;
 
-	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(sid, &a);
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
 	if (ret)
 		return ret;
 	f = calloc(1, sizeof(*f));
@@ -952,13 +1626,13 @@ static int be_file_write(void *be, const char *sid, const char *user,
 
 	if (!f)
 		return -ENOMEM;
-	ret = cube_parse_id(sid, &id) ? -ENOENT :
+	ret = sandbox_id(be, sid, &id) ?:
 	      resolve(user, path, f->path, sizeof(f->path));
 	if (ret) {
 		free(f);
 		return ret;
 	}
-	snprintf(f->sid, sizeof(f->sid), "%s", sid);
+	f->id = id;
 	f->write = true;
 	*out = f;
 	return 0;
@@ -978,7 +1652,7 @@ static int be_file_close(struct e2b_file *f, bool commit,
 	int ret = 0;
 
 	if (f->write && commit) {
-		ret = agent_for(f->sid, &a);
+		ret = agent_for_id(f->id, &a);
 		if (!ret) {
 			snprintf(dir, sizeof(dir), "%s", f->path);
 			slash = strrchr(dir, '/');
@@ -1012,6 +1686,11 @@ static const struct e2b_backend_ops cube_ops = {
 	.kill = be_kill,
 	.set_timeout = be_set_timeout,
 	.fork = be_fork,
+	.pause = be_pause,
+	.resume = be_resume,
+	.metrics = be_metrics,
+	.snapshot = be_snapshot,
+	.list_snapshots = be_list_snapshots,
 	.proc_start = be_proc_start,
 	.proc_connect = be_proc_connect,
 	.proc_next = cube_proc_next,
@@ -1089,6 +1768,29 @@ int cube_backend_sync(struct cube_backend *b)
 	return ret;
 }
 
+/* paused sandboxes past their end are removed like running ones */
+static int expire_paused(time_t now)
+{
+	struct e2b_sandbox *v = NULL;
+	size_t n = 0, cap = 0, i;
+	int gone = 0;
+
+	if (paused_list(&v, &n, &cap))
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct paused p;
+
+		if (v[i].end_at <= now && !paused_load(v[i].id, &p)) {
+			if (!paused_remove(p.s.eid, p.snapshot))
+				gone++;
+			paused_free(&p);
+		}
+		e2b_sandbox_free(&v[i]);
+	}
+	free(v);
+	return gone;
+}
+
 int cube_backend_expire(struct cube_backend *b, time_t now)
 {
 	struct sbx *s, *next;
@@ -1109,6 +1811,7 @@ int cube_backend_expire(struct cube_backend *b, time_t now)
 		unlink_locked(b, s->id);
 		n++;
 	}
+	n += expire_paused(now);
 	pthread_mutex_unlock(&b->lock);
 	return n;
 }

@@ -621,3 +621,35 @@ int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 		cube_remove_tree(t.snapshot);	/* the shim never ran */
 	return ret;
 }
+
+int cube_sandbox_checkpoint(uint64_t id, const char *dir, char *err)
+{
+	char ctl[PATH_MAX], req[PATH_MAX + 64], reply[512];
+	int ret;
+
+	ret = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
+	if (ret)
+		return ret;
+	if (snprintf(req, sizeof(req), "snapshot %s\n", dir) >= (int)sizeof(req))
+		return -ENAMETOOLONG;
+	/* the VM stays paused after the snapshot: nothing it does is lost */
+	ret = cube_control(ctl, "pause\n", reply, sizeof(reply));
+	if (!ret)
+		ret = cube_control(ctl, req, reply, sizeof(reply));
+	if (ret) {
+		cube_control(ctl, "resume\n", reply + 256, sizeof(reply) - 256);
+		cube_remove_tree(dir);
+		set_err(err, "cannot snapshot sandbox %llu: %s",
+			(unsigned long long)id, reply[0] ? reply : strerror(-ret));
+		return ret == -ECONNREFUSED ? -ENOENT : ret;
+	}
+	return 0;
+}
+
+int cube_sandbox_resume_vm(uint64_t id)
+{
+	char ctl[PATH_MAX], reply[128];
+	int ret = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
+
+	return ret ? ret : cube_control(ctl, "resume\n", reply, sizeof(reply));
+}

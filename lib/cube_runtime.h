@@ -130,6 +130,19 @@ int cube_control(const char *path, const char *req, char *reply, size_t len);
 int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 		      char *err);
 
+/**
+ * cube_sandbox_checkpoint() - pause a running sandbox's VM and snapshot it
+ * @id: the sandbox
+ * @dir: the snapshot directory to write (state, memory)
+ * @err: reason on failure
+ *
+ * The VM stays paused on success (stop it, or cube_sandbox_resume_vm());
+ * on failure it runs on and @dir is removed.
+ */
+int cube_sandbox_checkpoint(uint64_t id, const char *dir, char *err);
+/* let a VM paused by cube_sandbox_checkpoint() run again */
+int cube_sandbox_resume_vm(uint64_t id);
+
 /* parse a decimal sandbox id; -EINVAL when it is none */
 int cube_parse_id(const char *s, uint64_t *id);
 

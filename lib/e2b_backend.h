@@ -77,6 +77,24 @@ struct e2b_sandbox {
 
 void e2b_sandbox_free(struct e2b_sandbox *sb);
 
+/** struct e2b_snapshot - a snapshot made of a sandbox (a template) */
+struct e2b_snapshot {
+	char id[E2B_TEMPLATE_MAX + 1];	/* the template new sandboxes name */
+	char sandbox[E2B_ID_MAX + 1];	/* the sandbox it was made of */
+};
+
+/** struct e2b_metrics - one sample of GET /sandboxes/{id}/metrics */
+struct e2b_metrics {
+	time_t timestamp;
+	unsigned int cpu_count;
+	double cpu_used_pct;		/* 0..100, of all the sandbox's vCPUs */
+	uint64_t mem_used;		/* bytes */
+	uint64_t mem_total;
+	uint64_t mem_cache;
+	uint64_t disk_used;
+	uint64_t disk_total;
+};
+
 /** struct e2b_proc_config - process.ProcessConfig */
 struct e2b_proc_config {
 	char *cmd;
@@ -208,6 +226,23 @@ struct e2b_backend_ops {
 	/* a new sandbox from a running one's state; NULL: not supported */
 	int (*fork)(void *be, const char *id, unsigned int secs,
 		    struct e2b_sandbox *out, char *msg);
+	/*
+	 * snapshot a running sandbox and stop its VM (-EEXIST: already
+	 * paused); resume restores it under the same id (-EEXIST: running);
+	 * NULL: not supported
+	 */
+	int (*pause)(void *be, const char *id, char *msg);
+	int (*resume)(void *be, const char *id, char *msg);
+	/* a sample of a running sandbox's use; NULL: none collected */
+	int (*metrics)(void *be, const char *id, struct e2b_metrics *out);
+	/*
+	 * a template of a running sandbox's current state, named @name (""
+	 * picks one; -EEXIST: taken), into @out; list_snapshots: those made
+	 * (malloc()ed array); NULL: not supported
+	 */
+	int (*snapshot)(void *be, const char *id, const char *name,
+			struct e2b_snapshot *out, char *msg);
+	int (*list_snapshots)(void *be, struct e2b_snapshot **out, size_t *n);
 
 	int (*proc_start)(void *be, const char *id, const struct e2b_start *req,
 			  struct e2b_proc **out, char *msg);

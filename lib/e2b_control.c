@@ -280,6 +280,24 @@ static void do_connect(const struct e2b_api *api, const struct e2b_route *rt,
 		backend_error(resp, ret, rt->sandbox, NULL);
 		return;
 	}
+	if (!sb.paused && rt->id == E2B_R_RESUME) {
+		e2b_sandbox_free(&sb);
+		e2b_reply_error(resp, 409, "sandbox \"%s\" is already running",
+				rt->sandbox);
+		return;
+	}
+	if (sb.paused) {
+		ret = b->ops->resume ? b->ops->resume(b->be, rt->sandbox, msg) :
+				       -EOPNOTSUPP;
+		/* a concurrent resume won: the sandbox runs, as asked */
+		if (ret == -EEXIST && rt->id == E2B_R_CONNECT)
+			ret = 0;
+		if (ret) {
+			e2b_sandbox_free(&sb);
+			backend_error(resp, ret, rt->sandbox, msg);
+			return;
+		}
+	}
 	/* connecting never shortens a sandbox's life */
 	if (given && sb.end_at < time(NULL) + (time_t)secs) {
 		ret = b->ops->set_timeout(b->be, rt->sandbox, secs);
@@ -293,11 +311,40 @@ static void do_connect(const struct e2b_api *api, const struct e2b_route *rt,
 	do_get(api, rt, resp, true);
 }
 
+static struct json_object *metrics_json(const struct e2b_metrics *m)
+{
+	struct json_object *o = json_object_new_object();
+	char ts[32];
+
+	if (!o)
+		return NULL;
+	e2b_time_str(m->timestamp, ts);
+	json_object_object_add(o, "timestamp", json_object_new_string(ts));
+	json_object_object_add(o, "timestampUnix",
+			       json_object_new_int64(m->timestamp));
+	json_object_object_add(o, "cpuCount", json_object_new_int(m->cpu_count));
+	json_object_object_add(o, "cpuUsedPct",
+			       json_object_new_double(m->cpu_used_pct));
+	json_object_object_add(o, "memUsed", json_object_new_int64(m->mem_used));
+	json_object_object_add(o, "memTotal",
+			       json_object_new_int64(m->mem_total));
+	json_object_object_add(o, "memCache",
+			       json_object_new_int64(m->mem_cache));
+	json_object_object_add(o, "diskUsed",
+			       json_object_new_int64(m->disk_used));
+	json_object_object_add(o, "diskTotal",
+			       json_object_new_int64(m->disk_total));
+	return o;
+}
+
 static void do_metrics(const struct e2b_api *api, const struct e2b_route *rt,
 		       struct e2b_response *resp)
 {
 	const struct e2b_backend *b = &api->backend;
 	struct e2b_sandbox sb = { 0 };
+	struct e2b_metrics m = { 0 };
+	struct json_object *arr;
+	bool paused;
 	int ret;
 
 	ret = b->ops->get(b->be, rt->sandbox, &sb);
@@ -305,9 +352,84 @@ static void do_metrics(const struct e2b_api *api, const struct e2b_route *rt,
 		backend_error(resp, ret, rt->sandbox, NULL);
 		return;
 	}
+	paused = sb.paused;
 	e2b_sandbox_free(&sb);
-	/* no samples are collected yet: an empty series, not made-up ones */
-	e2b_reply_json(resp, 200, json_object_new_array());
+	arr = json_object_new_array();
+	/* a paused sandbox, or a backend without samples: an empty series */
+	if (!paused && b->ops->metrics) {
+		ret = b->ops->metrics(b->be, rt->sandbox, &m);
+		if (ret && ret != -ENOENT) {
+			json_object_put(arr);
+			backend_error(resp, ret, rt->sandbox, NULL);
+			return;
+		}
+		if (!ret && arr)
+			json_object_array_add(arr, metrics_json(&m));
+	}
+	e2b_reply_json(resp, 200, arr);
+}
+
+/* {"memory"?: bool}: only a pause that keeps the memory is offered */
+static int parse_pause(const char *body, size_t len, char *msg)
+{
+	struct json_object *o, *v;
+	int ret = 0;
+
+	if (!len)
+		return 0;
+	o = e2b_json_parse(body, len, msg);
+	if (!o)
+		return -EINVAL;
+	if (json_object_object_get_ex(o, "memory", &v) && v) {
+		if (!json_object_is_type(v, json_type_boolean)) {
+			snprintf(msg, E2B_MSG_MAX, "'memory' must be a boolean");
+			ret = -EINVAL;
+		} else if (!json_object_get_boolean(v)) {
+			snprintf(msg, E2B_MSG_MAX,
+				 "a pause without memory is not supported: a sandbox's files live in its memory");
+			ret = -EINVAL;
+		}
+	}
+	json_object_put(o);
+	return ret;
+}
+
+static void do_pause(const struct e2b_api *api, const struct e2b_route *rt,
+		     const struct e2b_request *req, struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_sandbox sb = { 0 };
+	char msg[E2B_MSG_MAX] = "";
+	int ret;
+
+	if (parse_pause(req->body, req->body_len, msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
+	}
+	ret = b->ops->get(b->be, rt->sandbox, &sb);
+	if (ret) {
+		backend_error(resp, ret, rt->sandbox, NULL);
+		return;
+	}
+	if (sb.paused) {
+		e2b_sandbox_free(&sb);
+		e2b_reply_error(resp, 409, "sandbox \"%s\" is already paused",
+				rt->sandbox);
+		return;
+	}
+	e2b_sandbox_free(&sb);
+	if (!b->ops->pause) {
+		e2b_reply_error(resp, 501, "pause is not supported by this server");
+		return;
+	}
+	ret = b->ops->pause(b->be, rt->sandbox, msg);
+	if (ret == -EEXIST)
+		e2b_reply_error(resp, 409, "sandbox \"%s\" is already paused",
+				rt->sandbox);
+	else if (ret)
+		backend_error(resp, ret, rt->sandbox, msg);
+	else
+		no_content(resp);
 }
 
 static void do_fork(const struct e2b_api *api, const struct e2b_route *rt,
@@ -356,6 +478,128 @@ static void do_fork(const struct e2b_api *api, const struct e2b_route *rt,
 		json_object_array_add(arr, r);
 	}
 	e2b_reply_json(resp, 201, arr);
+}
+
+static struct json_object *snapshot_json(const struct e2b_snapshot *sn)
+{
+	struct json_object *o = json_object_new_object(), *names;
+
+	if (!o)
+		return NULL;
+	names = json_object_new_array();
+	if (names)
+		json_object_array_add(names, json_object_new_string(sn->id));
+	json_object_object_add(o, "snapshotID", json_object_new_string(sn->id));
+	json_object_object_add(o, "names", names);
+	return o;
+}
+
+/* {"name"?: template name} */
+static int parse_snapshot(const char *body, size_t len, char *name,
+			  char *msg)
+{
+	struct json_object *o, *v;
+	int ret = 0;
+
+	name[0] = '\0';
+	if (!len)
+		return 0;
+	o = e2b_json_parse(body, len, msg);
+	if (!o)
+		return -EINVAL;
+	if (json_object_object_get_ex(o, "name", &v) && v) {
+		const char *n = json_object_get_string(v);
+		size_t i, l = n ? strlen(n) : 0;
+
+		if (!json_object_is_type(v, json_type_string) || !l ||
+		    l > E2B_TEMPLATE_MAX || n[0] == '.')
+			ret = -EINVAL;
+		for (i = 0; !ret && i < l; i++)
+			if (!((n[i] >= 'a' && n[i] <= 'z') ||
+			      (n[i] >= 'A' && n[i] <= 'Z') ||
+			      (n[i] >= '0' && n[i] <= '9') ||
+			      n[i] == '-' || n[i] == '_' || n[i] == '.'))
+				ret = -EINVAL;
+		if (ret)
+			snprintf(msg, E2B_MSG_MAX,
+				 "'name' must be 1..%d characters of [A-Za-z0-9._-], not starting with '.'",
+				 E2B_TEMPLATE_MAX);
+		else
+			strcpy(name, n);
+	}
+	json_object_put(o);
+	return ret;
+}
+
+static void do_snapshot(const struct e2b_api *api, const struct e2b_route *rt,
+			const struct e2b_request *req,
+			struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "", name[E2B_TEMPLATE_MAX + 1];
+	struct e2b_sandbox sb = { 0 };
+	struct e2b_snapshot sn = { 0 };
+	int ret;
+
+	if (parse_snapshot(req->body, req->body_len, name, msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
+	}
+	ret = b->ops->get(b->be, rt->sandbox, &sb);
+	if (ret) {
+		backend_error(resp, ret, rt->sandbox, NULL);
+		return;
+	}
+	if (sb.paused) {
+		e2b_sandbox_free(&sb);
+		e2b_reply_error(resp, 409, "sandbox \"%s\" is paused",
+				rt->sandbox);
+		return;
+	}
+	e2b_sandbox_free(&sb);
+	if (!b->ops->snapshot) {
+		e2b_reply_error(resp, 501, "snapshot is not supported by this server");
+		return;
+	}
+	ret = b->ops->snapshot(b->be, rt->sandbox, name, &sn, msg);
+	if (ret == -EEXIST && !msg[0])
+		e2b_reply_error(resp, 409, "a template \"%s\" exists", name);
+	else if (ret)
+		backend_error(resp, ret, rt->sandbox, msg);
+	else
+		e2b_reply_json(resp, 201, snapshot_json(&sn));
+}
+
+static void do_list_snapshots(const struct e2b_api *api,
+			      const struct e2b_request *req,
+			      struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	const char *sid = req->query(req->ctx, "sandboxID");
+	const char *name = req->query(req->ctx, "name");
+	struct e2b_snapshot *v = NULL;
+	struct json_object *arr;
+	size_t n = 0, i;
+	int ret;
+
+	arr = json_object_new_array();
+	if (b->ops->list_snapshots) {
+		ret = b->ops->list_snapshots(b->be, &v, &n);
+		if (ret) {
+			json_object_put(arr);
+			backend_error(resp, ret, NULL, NULL);
+			return;
+		}
+	}
+	for (i = 0; arr && i < n; i++) {
+		if (sid && sid[0] && strcmp(sid, v[i].sandbox))
+			continue;
+		if (name && name[0] && strcmp(name, v[i].id))
+			continue;
+		json_object_array_add(arr, snapshot_json(&v[i]));
+	}
+	free(v);
+	e2b_reply_json(resp, 200, arr);
 }
 
 static void not_supported(const struct e2b_api *api, const struct e2b_route *rt,
@@ -407,16 +651,16 @@ void e2b_control_handle(const struct e2b_api *api, const struct e2b_route *rt,
 		do_metrics(api, rt, resp);
 		break;
 	case E2B_R_LIST_SNAPSHOTS:
-		e2b_reply_json(resp, 200, json_object_new_array());
+		do_list_snapshots(api, req, resp);
 		break;
 	case E2B_R_PAUSE:
-		not_supported(api, rt, resp, "pause");
+		do_pause(api, rt, req, resp);
 		break;
 	case E2B_R_FORK:
 		do_fork(api, rt, req, resp);
 		break;
 	case E2B_R_SNAPSHOT:
-		not_supported(api, rt, resp, "snapshot");
+		do_snapshot(api, rt, req, resp);
 		break;
 	case E2B_R_NETWORK:
 		not_supported(api, rt, resp, "network update");

@@ -3,7 +3,7 @@
  * server_test: the libmicrohttpd glue over real loopback sockets, with a
  * recording backend: body limits, both planes on their own ports,
  * multipart and octet-stream uploads streamed to the backend, downloads,
- * and a chunked Connect stream.
+ * a chunked Connect stream, and pause / resume / metrics.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,7 +23,8 @@
 static char stored[4][64];
 static char stored_data[4][256];
 static size_t stored_len[4];
-static int nstored, creates;
+static int nstored, creates, pauses, resumes;
+static bool paused7;
 
 static int t_get(void *be, const char *id, struct e2b_sandbox *out)
 {
@@ -33,6 +34,68 @@ static int t_get(void *be, const char *id, struct e2b_sandbox *out)
 	strcpy(out->id, "7");
 	strcpy(out->template_id, "base");
 	strcpy(out->envd_token, "tok");
+	out->end_at = time(NULL) + 600;
+	out->paused = paused7;
+	return 0;
+}
+
+static int t_pause(void *be, const char *id, char *msg)
+{
+	if (strcmp(id, "7"))
+		return -ENOENT;
+	if (paused7)
+		return -EEXIST;
+	pauses++;
+	paused7 = true;
+	return 0;
+}
+
+static int t_resume(void *be, const char *id, char *msg)
+{
+	if (strcmp(id, "7"))
+		return -ENOENT;
+	if (!paused7)
+		return -EEXIST;
+	resumes++;
+	paused7 = false;
+	return 0;
+}
+
+static char snap_name[E2B_TEMPLATE_MAX + 1];
+
+static int t_snapshot(void *be, const char *id, const char *name,
+		      struct e2b_snapshot *out, char *msg)
+{
+	if (strcmp(id, "7"))
+		return -ENOENT;
+	if (snap_name[0] && !strcmp(name, snap_name))
+		return -EEXIST;
+	snprintf(snap_name, sizeof(snap_name), "%s", name[0] ? name : "gen");
+	memset(out, 0, sizeof(*out));
+	strcpy(out->id, snap_name);
+	strcpy(out->sandbox, "7");
+	return 0;
+}
+
+static int t_list_snapshots(void *be, struct e2b_snapshot **out, size_t *n)
+{
+	*out = calloc(1, sizeof(**out));
+	*n = snap_name[0] ? 1 : 0;
+	strcpy((*out)->id, snap_name);
+	strcpy((*out)->sandbox, "7");
+	return 0;
+}
+
+static int t_metrics(void *be, const char *id, struct e2b_metrics *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->timestamp = 1700000000;
+	out->cpu_count = 2;
+	out->cpu_used_pct = 12.5;
+	out->mem_used = 3 << 20;
+	out->mem_total = 256 << 20;
+	out->disk_used = 1000;
+	out->disk_total = 4096;
 	return 0;
 }
 
@@ -150,6 +213,11 @@ static void t_proc_close(struct e2b_proc *p)
 static const struct e2b_backend_ops ops = {
 	.get = t_get,
 	.create = t_create,
+	.pause = t_pause,
+	.resume = t_resume,
+	.metrics = t_metrics,
+	.snapshot = t_snapshot,
+	.list_snapshots = t_list_snapshots,
 	.file_write = t_file_write,
 	.file_write_chunk = t_file_write_chunk,
 	.file_close = t_file_close,
@@ -360,6 +428,126 @@ TEST(connect_stream)
 	ASSERT_TRUE(memmem(p, rlen - (p - r), "\"end\"", 5) != NULL);
 	/* the end-of-stream message: flag 0x02, "{}" */
 	ASSERT_TRUE(memmem(p, rlen - (p - r), "\x02\0\0\0\x02{}", 7) != NULL);
+	e2b_server_stop(srv);
+}
+
+#define API_HDRS "Host: x\r\nX-API-Key: k\r\nConnection: close\r\n"
+
+static char *api_req(const char *method, const char *path, const char *body)
+{
+	char req[512];
+
+	snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\n" API_HDRS
+		 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+		 method, path, body ? strlen(body) : 0);
+	return http(E2B_PLANE_API, req, body, body ? strlen(body) : 0, NULL);
+}
+
+TEST(pause_and_resume)
+{
+	char *r;
+
+	start();
+	paused7 = false;
+	pauses = resumes = 0;
+	/* a pause that would drop the memory is refused, and changes nothing */
+	r = api_req("POST", "/sandboxes/7/pause", "{\"memory\":false}");
+	ASSERT_EQ(status_of(r), 400);
+	r = api_req("POST", "/sandboxes/7/pause", "{\"memory\":1}");
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_EQ(pauses, 0);
+	r = api_req("POST", "/sandboxes/8/pause", NULL);
+	ASSERT_EQ(status_of(r), 404);
+	r = api_req("POST", "/sandboxes/7/pause", "{}");
+	ASSERT_EQ(status_of(r), 204);
+	ASSERT_EQ(pauses, 1);
+	/* the SDK reads 409 as "already paused" */
+	r = api_req("POST", "/sandboxes/7/pause", NULL);
+	ASSERT_EQ(status_of(r), 409);
+	ASSERT_EQ(pauses, 1);
+	r = api_req("GET", "/sandboxes/7", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_TRUE(strstr(r, "\"state\":\"paused\"") != NULL);
+	/* a paused sandbox has no samples */
+	r = api_req("GET", "/sandboxes/7/metrics", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_TRUE(strstr(r, "\r\n\r\n[]") != NULL ||
+		    strstr(r, "\r\n\r\n[ ]") != NULL);
+	/* connect resumes it */
+	r = api_req("POST", "/v2/sandboxes/7/connect", "{\"timeout\":30}");
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(resumes, 1);
+	ASSERT_FALSE(paused7);
+	ASSERT_TRUE(strstr(r, "\"sandboxID\":\"7\"") != NULL);
+	/* connecting to a running one resumes nothing; resume says 409 */
+	r = api_req("POST", "/v2/sandboxes/7/connect", "{}");
+	ASSERT_EQ(status_of(r), 200);
+	r = api_req("POST", "/sandboxes/7/resume", "{}");
+	ASSERT_EQ(status_of(r), 409);
+	ASSERT_EQ(resumes, 1);
+	r = api_req("POST", "/sandboxes/8/resume", "{}");
+	ASSERT_EQ(status_of(r), 404);
+	r = api_req("POST", "/sandboxes/7/pause", NULL);
+	ASSERT_EQ(status_of(r), 204);
+	r = api_req("POST", "/sandboxes/7/resume", "{}");
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(resumes, 2);
+	e2b_server_stop(srv);
+}
+
+TEST(metrics)
+{
+	char *r;
+
+	start();
+	paused7 = false;
+	r = api_req("GET", "/sandboxes/7/metrics", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_TRUE(strstr(r, "\"cpuCount\":2") != NULL);
+	ASSERT_TRUE(strstr(r, "\"cpuUsedPct\":12.5") != NULL);
+	ASSERT_TRUE(strstr(r, "\"memUsed\":3145728") != NULL);
+	ASSERT_TRUE(strstr(r, "\"memTotal\":268435456") != NULL);
+	ASSERT_TRUE(strstr(r, "\"diskTotal\":4096") != NULL);
+	ASSERT_TRUE(strstr(r, "\"timestamp\":\"2023-11-14T22:13:20Z\"") != NULL);
+	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1700000000") != NULL);
+	r = api_req("GET", "/sandboxes/8/metrics", NULL);
+	ASSERT_EQ(status_of(r), 404);
+	e2b_server_stop(srv);
+}
+
+TEST(snapshots)
+{
+	char *r;
+
+	start();
+	paused7 = false;
+	snap_name[0] = '\0';
+	r = api_req("POST", "/sandboxes/7/snapshots", "{\"name\":\"bad name\"}");
+	ASSERT_EQ(status_of(r), 400);
+	r = api_req("POST", "/sandboxes/7/snapshots", "{\"name\":\".hidden\"}");
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_STREQ(snap_name, "");
+	r = api_req("POST", "/sandboxes/8/snapshots", "{}");
+	ASSERT_EQ(status_of(r), 404);
+	r = api_req("POST", "/sandboxes/7/snapshots", "{\"name\":\"s1\"}");
+	ASSERT_EQ(status_of(r), 201);
+	ASSERT_TRUE(strstr(r, "\"snapshotID\":\"s1\"") != NULL);
+	ASSERT_TRUE(strstr(r, "\"names\":[\"s1\"]") != NULL ||
+		    strstr(r, "\"names\":[ \"s1\" ]") != NULL);
+	r = api_req("POST", "/sandboxes/7/snapshots", "{\"name\":\"s1\"}");
+	ASSERT_EQ(status_of(r), 409);
+	r = api_req("GET", "/snapshots?sandboxID=7", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_TRUE(strstr(r, "\"snapshotID\":\"s1\"") != NULL);
+	r = api_req("GET", "/snapshots?sandboxID=8", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_TRUE(strstr(r, "s1") == NULL);
+	/* a paused sandbox is not snapshotted */
+	paused7 = true;
+	r = api_req("POST", "/sandboxes/7/snapshots", "{\"name\":\"s2\"}");
+	ASSERT_EQ(status_of(r), 409);
+	ASSERT_STREQ(snap_name, "s1");
+	paused7 = false;
 	e2b_server_stop(srv);
 }
 

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// sdk_pause_test.mjs: pause, resume and metrics through the unmodified E2B
+// SDK (npm "e2b"), against cubed.  Run by run_sdk_test.sh from a folder
+// where "e2b" is installed, with
+//   E2B_API_URL=http://127.0.0.1:<api port>
+//   E2B_SANDBOX_URL=http://127.0.0.1:<envd port>
+//   E2B_API_KEY=<a key cubed accepts>
+//   CUBE_TEMPLATE=<template name>   (default "base")
+// Every test asserts what the SDK returns or throws; the sandboxes it makes
+// are killed before it ends.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Sandbox, SandboxNotFoundError } from 'e2b';
+
+const template = process.env.CUBE_TEMPLATE || 'base';
+const made = new Set();
+let sbx;
+
+after(async () => {
+  for (const id of made) {
+    try { await Sandbox.kill(id); } catch { /* already gone */ }
+  }
+});
+
+async function stateOf(id) {
+  const items = await Sandbox.list({ query: { state: ['running', 'paused'] } })
+    .nextItems();
+  const it = items.find((s) => s.sandboxId === id);
+  return it ? it.state : undefined;
+}
+
+test('getMetrics() reports the sandbox size and real use', async (t) => {
+  sbx = await Sandbox.create(template, { timeoutMs: 600_000 });
+  made.add(sbx.sandboxId);
+  const info = await sbx.getInfo();
+  await sbx.commands.run('i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done');
+  const m = await sbx.getMetrics();
+  assert.equal(m.length, 1);
+  const s = m[0];
+  t.diagnostic(`metrics ${JSON.stringify(s)}`);
+  assert.equal(s.cpuCount, info.cpuCount);
+  assert.equal(s.memTotal, info.memoryMB * 1024 * 1024);
+  assert.ok(s.memUsed > 0 && s.memUsed <= s.memTotal, `memUsed ${s.memUsed}`);
+  assert.ok(s.cpuUsedPct >= 0 && s.cpuUsedPct <= 100, `cpu ${s.cpuUsedPct}`);
+  assert.ok(s.diskUsed <= s.diskTotal);
+  assert.ok(s.timestamp instanceof Date);
+  assert.ok(Math.abs(s.timestamp.getTime() - Date.now()) < 120_000);
+});
+
+test('pause() snapshots the sandbox; it is listed and reported paused', async (t) => {
+  await sbx.files.write('/root/before-pause.txt', 'kept\n');
+  await sbx.commands.run('echo in-memory > /tmp/mem.txt');
+  const t0 = Date.now();
+  assert.equal(await sbx.pause(), true);
+  t.diagnostic(`pause took ${Date.now() - t0} ms`);
+  assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'paused');
+  assert.equal(await stateOf(sbx.sandboxId), 'paused');
+  const running = await Sandbox.list({ query: { state: ['running'] } }).nextItems();
+  assert.ok(!running.some((s) => s.sandboxId === sbx.sandboxId));
+  // a paused sandbox has no samples
+  assert.deepEqual(await Sandbox.getMetrics(sbx.sandboxId), []);
+});
+
+test('pausing a paused sandbox returns false', async () => {
+  assert.equal(await Sandbox.pause(sbx.sandboxId), false);
+});
+
+test('Sandbox.connect() resumes it under the same id with its files', async (t) => {
+  const t0 = Date.now();
+  const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 600_000 });
+  t.diagnostic(`resume took ${Date.now() - t0} ms`);
+  assert.equal(again.sandboxId, sbx.sandboxId);
+  assert.equal((await again.getInfo()).state, 'running');
+  assert.equal(await again.files.read('/root/before-pause.txt'), 'kept\n');
+  const r = await again.commands.run('cat /tmp/mem.txt');
+  assert.equal(r.stdout, 'in-memory\n');
+  assert.equal(await stateOf(sbx.sandboxId), 'running');
+  sbx = again;
+});
+
+test('a resumed sandbox pauses and resumes again', async () => {
+  await sbx.commands.run('echo second > /tmp/second.txt');
+  assert.equal(await sbx.pause(), true);
+  await sbx.connect();
+  const r = await sbx.commands.run('cat /tmp/mem.txt /tmp/second.txt');
+  assert.equal(r.stdout, 'in-memory\nsecond\n');
+});
+
+test('unknown ids: pause and connect throw SandboxNotFoundError', async () => {
+  await assert.rejects(Sandbox.pause('999999999'),
+    (e) => e instanceof SandboxNotFoundError);
+  await assert.rejects(Sandbox.connect('999999999'),
+    (e) => e instanceof SandboxNotFoundError);
+});
+
+test('a paused sandbox can be killed; then it is gone', async () => {
+  const p = await Sandbox.create(template, { timeoutMs: 600_000 });
+  made.add(p.sandboxId);
+  assert.equal(await p.pause(), true);
+  assert.equal(await Sandbox.kill(p.sandboxId), true);
+  made.delete(p.sandboxId);
+  assert.equal(await stateOf(p.sandboxId), undefined);
+  await assert.rejects(Sandbox.getInfo(p.sandboxId),
+    (e) => e instanceof SandboxNotFoundError);
+  await assert.rejects(Sandbox.connect(p.sandboxId),
+    (e) => e instanceof SandboxNotFoundError);
+});
+
+test('the timeout still ends a paused sandbox', async () => {
+  const p = await Sandbox.create(template, { timeoutMs: 600_000 });
+  made.add(p.sandboxId);
+  assert.equal(await p.pause(), true);
+  await Sandbox.setTimeout(p.sandboxId, 2_000);
+  let state = 'paused';
+  for (let i = 0; i < 30 && state; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    state = await stateOf(p.sandboxId);
+  }
+  assert.equal(state, undefined);
+  made.delete(p.sandboxId);
+});
+
+test('createSnapshot() makes a template new sandboxes start from', async () => {
+  const name = `sdk-snap-${process.pid}`;
+  await sbx.commands.run('echo from-snapshot > /tmp/snap.txt');
+  const snap = await sbx.createSnapshot({ name });
+  assert.equal(snap.snapshotId, name);
+  assert.deepEqual(snap.names, [name]);
+  // the source runs on
+  assert.equal((await sbx.commands.run('echo alive')).stdout, 'alive\n');
+  const listed = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId })
+    .nextItems();
+  assert.ok(listed.some((x) => x.snapshotId === name), 'listed');
+  const other = await Sandbox.listSnapshots({ sandboxId: '999999999' })
+    .nextItems();
+  assert.ok(!other.some((x) => x.snapshotId === name), 'filtered');
+  const child = await Sandbox.create(name, { timeoutMs: 600_000 });
+  made.add(child.sandboxId);
+  assert.notEqual(child.sandboxId, sbx.sandboxId);
+  assert.equal((await child.commands.run('cat /tmp/snap.txt')).stdout,
+    'from-snapshot\n');
+  await child.kill();
+  made.delete(child.sandboxId);
+  // a name taken is refused
+  await assert.rejects(sbx.createSnapshot({ name }), (e) => e.statusCode === 409);
+});
+
+test('the test killed what it made', async () => {
+  await sbx.kill();
+  made.delete(sbx.sandboxId);
+  assert.equal(await stateOf(sbx.sandboxId), undefined);
+});
