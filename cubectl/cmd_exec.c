@@ -124,7 +124,7 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 	unsigned long timeout = 0;
 	char inbuf[32768];
 	size_t in_len = 0, in_off = 0;
-	int nenv = 0, opt, ret, sfd, status = EX_EXEC_FAIL;
+	int nenv = 0, i, opt, ret, sfd, status = EX_EXEC_FAIL;
 	sigset_t mask, old;
 	uint64_t id;
 
@@ -181,7 +181,10 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 			spec.rows = 24;
 			spec.cols = 80;
 		}
-		envp[nenv++] = "TERM=xterm-256color";
+		for (i = 1; i < nenv && strncmp(envp[i], "TERM=", 5); i++)
+			;
+		if (i == nenv)	/* an --env TERM= wins */
+			envp[nenv++] = "TERM=xterm-256color";
 	}
 	/* HOME for the user; the agent's default applies without --env */
 	if (!spec.user || !strcmp(spec.user, "root"))

@@ -32,7 +32,7 @@ out_has() {
 	fi
 }
 
-ktap_plan 16
+ktap_plan 18
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 cp "$rootfs" /tmp/tty-rootfs.ext4
 expect "template builds" 0 $C template build tty \
@@ -50,6 +50,11 @@ expect "without -t there is no terminal" 1 $C exec "$id" -- tty
 
 expect "exec -t stty size" 0 $C exec -t "$id" -- stty size
 out_has "no host terminal: 24 rows, 80 columns" '^24 80$'
+
+$C exec -t "$id" -- sh -c 'echo "term=$TERM"' >/tmp/ktap.out 2>&1
+out_has "TERM is xterm-256color" '^term=xterm-256color$'
+$C exec -t --env TERM=dumb "$id" -- sh -c 'echo "term=$TERM"' >/tmp/ktap.out 2>&1
+out_has "an --env TERM= wins" '^term=dumb$'
 
 expect "exec -t keeps the exit status" 7 $C exec -t "$id" -- sh -c 'exit 7'
 
