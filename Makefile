@@ -101,6 +101,7 @@ benchmarks: all
 	ln -sf $$(realpath $(GUEST_OUT)/rootfs.ext4) $(TOP)/build/bench/demo/rootfs.ext4
 	bench/clone_bench
 	bench/sandbox_bench.sh $(TOP)/build/bench/demo
+	bench/vmm_bench -k $${CUBE_L2_KERNEL:-$$(ls -1 /boot/vmlinuz-* | sort -V | tail -n 1)}
 else
 benchmarks:
 	$(MAKE) -C selftests/qemu run T=bench MEM=6144
