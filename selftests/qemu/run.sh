@@ -6,7 +6,7 @@
 #   DIR    working folder (console.log and results.log are written here)
 # Environment: VM_KVER, T (filter), FWD ("HOSTPORT:GUESTPORT,..." forwarded
 # from 127.0.0.1 into L1), TIMEOUT (seconds, default 1800), MEM (MiB,
-# default 2048), SMP (default 2), V=1 (show the console as it runs),
+# default 2048), SMP (default 1; see below), V=1 (show the console as it runs),
 # STALL (seconds without a result line before L1 counts as stalled,
 # default 720, above run_tests.sh's 600 s bound on one program; 0: never).
 #
@@ -20,6 +20,11 @@
 # QEMU monitor and is sent an NMI, so that its kernel prints every CPU's
 # backtrace before it stops; the run is then made once more from the
 # start, and a second stall fails it.
+#
+# L1 has one vCPU unless SMP says otherwise: with two, multi-threaded TCG
+# was seen to freeze L1 while KVM in it created a VM (one vCPU stuck on a
+# kernel nop while holding its runqueue lock, the other spinning on that
+# lock); one vCPU never did.
 set -u
 mode=$1 dir=$2 initrd=$3
 kernel=/boot/vmlinuz-$VM_KVER
@@ -59,7 +64,7 @@ net="$net$disks"
 # the missing end marker fails it.  KVM inside L1 needs emulated SVM.
 qemu() {
 	qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
-		-m "${MEM:-2048}" -smp "${SMP:-2}" -nographic -no-reboot \
+		-m "${MEM:-2048}" -smp "${SMP:-1}" -nographic -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" -append "$append" \
 		$net "$@"
 }
@@ -114,7 +119,7 @@ run_l1() {
 	{
 		timeout --foreground -k 10 "$timeout" \
 			qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
-			-m "${MEM:-2048}" -smp "${SMP:-2}" -display none -no-reboot \
+			-m "${MEM:-2048}" -smp "${SMP:-1}" -display none -no-reboot \
 			-monitor "pipe:$mon" -pidfile "$dir/qemu.pid" \
 			-kernel "$kernel" -initrd "$initrd" \
 			-append "$append" $net -serial "file:$con" \
