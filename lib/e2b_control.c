@@ -394,11 +394,37 @@ static int parse_pause(const char *body, size_t len, char *msg)
 	return ret;
 }
 
+/*
+ * The sandbox rt names must exist and run: else the reply is made (404, or
+ * 409 "sandbox ... <paused_what>") and -1 returned.
+ */
+static int need_running(const struct e2b_backend *b,
+			const struct e2b_route *rt, struct e2b_response *resp,
+			const char *paused_what)
+{
+	struct e2b_sandbox sb = { 0 };
+	bool paused;
+	int ret;
+
+	ret = b->ops->get(b->be, rt->sandbox, &sb);
+	if (ret) {
+		backend_error(resp, ret, rt->sandbox, NULL);
+		return -1;
+	}
+	paused = sb.paused;
+	e2b_sandbox_free(&sb);
+	if (paused) {
+		e2b_reply_error(resp, 409, "sandbox \"%s\" is %s", rt->sandbox,
+				paused_what);
+		return -1;
+	}
+	return 0;
+}
+
 static void do_pause(const struct e2b_api *api, const struct e2b_route *rt,
 		     const struct e2b_request *req, struct e2b_response *resp)
 {
 	const struct e2b_backend *b = &api->backend;
-	struct e2b_sandbox sb = { 0 };
 	char msg[E2B_MSG_MAX] = "";
 	int ret;
 
@@ -406,18 +432,8 @@ static void do_pause(const struct e2b_api *api, const struct e2b_route *rt,
 		e2b_reply_error(resp, 400, "%s", msg);
 		return;
 	}
-	ret = b->ops->get(b->be, rt->sandbox, &sb);
-	if (ret) {
-		backend_error(resp, ret, rt->sandbox, NULL);
+	if (need_running(b, rt, resp, "already paused"))
 		return;
-	}
-	if (sb.paused) {
-		e2b_sandbox_free(&sb);
-		e2b_reply_error(resp, 409, "sandbox \"%s\" is already paused",
-				rt->sandbox);
-		return;
-	}
-	e2b_sandbox_free(&sb);
 	if (!b->ops->pause) {
 		e2b_reply_error(resp, 501, "pause is not supported by this server");
 		return;
@@ -537,7 +553,6 @@ static void do_snapshot(const struct e2b_api *api, const struct e2b_route *rt,
 {
 	const struct e2b_backend *b = &api->backend;
 	char msg[E2B_MSG_MAX] = "", name[E2B_TEMPLATE_MAX + 1];
-	struct e2b_sandbox sb = { 0 };
 	struct e2b_snapshot sn = { 0 };
 	int ret;
 
@@ -545,18 +560,8 @@ static void do_snapshot(const struct e2b_api *api, const struct e2b_route *rt,
 		e2b_reply_error(resp, 400, "%s", msg);
 		return;
 	}
-	ret = b->ops->get(b->be, rt->sandbox, &sb);
-	if (ret) {
-		backend_error(resp, ret, rt->sandbox, NULL);
+	if (need_running(b, rt, resp, "paused"))
 		return;
-	}
-	if (sb.paused) {
-		e2b_sandbox_free(&sb);
-		e2b_reply_error(resp, 409, "sandbox \"%s\" is paused",
-				rt->sandbox);
-		return;
-	}
-	e2b_sandbox_free(&sb);
 	if (!b->ops->snapshot) {
 		e2b_reply_error(resp, 501, "snapshot is not supported by this server");
 		return;
