@@ -63,18 +63,19 @@ static void file_fail(struct e2b_response *resp, int err, const char *msg,
 
 /* --- process streams --- */
 
-struct proc_stream {
-	struct e2b_stream s;
-	const struct e2b_backend_ops *ops;
-	struct e2b_proc *p;
-	int keepalive_ms;
+/*
+ * struct frames - what a server stream has framed and not yet sent: one
+ * Connect frame at a time, @pend[@poff..@plen), then more from a callback
+ * until @ended.
+ */
+struct frames {
 	uint8_t *pend;
 	size_t plen, poff;
 	bool ended;
 };
 
-static int queue_json(struct proc_stream *ps, uint8_t flags,
-		      struct json_object *o)
+/* Frame JSON object @o (consumed) as the next thing to send. */
+static int frames_queue(struct frames *f, uint8_t flags, struct json_object *o)
 {
 	const char *s;
 	size_t len;
@@ -82,11 +83,47 @@ static int queue_json(struct proc_stream *ps, uint8_t flags,
 	if (!o)
 		return -ENOMEM;
 	s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-	free(ps->pend);
-	ps->pend = cf_frame(flags, s, len, &ps->plen);
-	ps->poff = 0;
+	free(f->pend);
+	f->pend = cf_frame(flags, s, len, &f->plen);
+	f->poff = 0;
 	json_object_put(o);
-	return ps->pend ? 0 : -ENOMEM;
+	return f->pend ? 0 : -ENOMEM;
+}
+
+/* Up to @max bytes of the stream; next(@arg) frames more when all is sent. */
+static ssize_t frames_read(struct frames *f, void *buf, size_t max,
+			   int (*next)(void *arg), void *arg)
+{
+	size_t n;
+	int ret;
+
+	while (f->poff >= f->plen) {
+		if (f->ended)
+			return 0;
+		ret = next(arg);
+		if (ret)
+			return ret;
+	}
+	n = f->plen - f->poff;
+	if (n > max)
+		n = max;
+	memcpy(buf, f->pend + f->poff, n);
+	f->poff += n;
+	return n;
+}
+
+struct proc_stream {
+	struct e2b_stream s;
+	const struct e2b_backend_ops *ops;
+	struct e2b_proc *p;
+	int keepalive_ms;
+	struct frames f;
+};
+
+static int queue_json(struct proc_stream *ps, uint8_t flags,
+		      struct json_object *o)
+{
+	return frames_queue(&ps->f, flags, o);
 }
 
 static int next_frame(struct proc_stream *ps)
@@ -99,7 +136,7 @@ static int next_frame(struct proc_stream *ps)
 		return queue_json(ps, 0, e2b_json_proc_event(&ev));
 	if (ret == -ETIMEDOUT)
 		return queue_json(ps, 0, e2b_json_keepalive());
-	ps->ended = true;
+	ps->f.ended = true;
 	if (ret == -EPIPE)
 		return queue_json(ps, CF_FLAG_END_STREAM,
 				  e2b_json_end_stream(NULL, NULL));
@@ -108,25 +145,16 @@ static int next_frame(struct proc_stream *ps)
 					      "the process stream broke"));
 }
 
+static int proc_next_frame(void *arg)
+{
+	return next_frame(arg);
+}
+
 static ssize_t proc_stream_read(struct e2b_stream *s, void *buf, size_t max)
 {
 	struct proc_stream *ps = (struct proc_stream *)s;
-	size_t n;
-	int ret;
 
-	while (ps->poff >= ps->plen) {
-		if (ps->ended)
-			return 0;
-		ret = next_frame(ps);
-		if (ret)
-			return ret;
-	}
-	n = ps->plen - ps->poff;
-	if (n > max)
-		n = max;
-	memcpy(buf, ps->pend + ps->poff, n);
-	ps->poff += n;
-	return n;
+	return frames_read(&ps->f, buf, max, proc_next_frame, ps);
 }
 
 static void proc_stream_free(struct e2b_stream *s)
@@ -134,7 +162,7 @@ static void proc_stream_free(struct e2b_stream *s)
 	struct proc_stream *ps = (struct proc_stream *)s;
 
 	ps->ops->proc_close(ps->p);
-	free(ps->pend);
+	free(ps->f.pend);
 	free(ps);
 }
 
@@ -468,9 +496,7 @@ struct watch_stream {
 	struct e2b_watch *w;
 	int keepalive_ms;
 	bool started;
-	bool ended;
-	uint8_t *pend;
-	size_t plen, poff;
+	struct frames f;
 };
 
 static const char *const fs_event_names[] = {
@@ -506,17 +532,7 @@ static struct json_object *watch_msg(const char *key,
 static int watch_queue(struct watch_stream *ws, uint8_t flags,
 		       struct json_object *o)
 {
-	const char *s;
-	size_t len;
-
-	if (!o)
-		return -ENOMEM;
-	s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-	free(ws->pend);
-	ws->pend = cf_frame(flags, s, len, &ws->plen);
-	ws->poff = 0;
-	json_object_put(o);
-	return ws->pend ? 0 : -ENOMEM;
+	return frames_queue(&ws->f, flags, o);
 }
 
 static int watch_next_frame(struct watch_stream *ws)
@@ -533,7 +549,7 @@ static int watch_next_frame(struct watch_stream *ws)
 		return watch_queue(ws, 0, watch_msg("filesystem", &ev));
 	if (!ret || ret == -ETIMEDOUT)
 		return watch_queue(ws, 0, watch_msg("keepalive", NULL));
-	ws->ended = true;
+	ws->f.ended = true;
 	return watch_queue(ws, CF_FLAG_END_STREAM,
 			   e2b_json_end_stream(cf_code_name(ret == -ENOENT ?
 							    CF_NOT_FOUND :
@@ -543,25 +559,16 @@ static int watch_next_frame(struct watch_stream *ws)
 					       "the watch broke"));
 }
 
+static int watch_frame_cb(void *arg)
+{
+	return watch_next_frame(arg);
+}
+
 static ssize_t watch_stream_read(struct e2b_stream *s, void *buf, size_t max)
 {
 	struct watch_stream *ws = (struct watch_stream *)s;
-	size_t n;
-	int ret;
 
-	while (ws->poff >= ws->plen) {
-		if (ws->ended)
-			return 0;
-		ret = watch_next_frame(ws);
-		if (ret)
-			return ret;
-	}
-	n = ws->plen - ws->poff;
-	if (n > max)
-		n = max;
-	memcpy(buf, ws->pend + ws->poff, n);
-	ws->poff += n;
-	return n;
+	return frames_read(&ws->f, buf, max, watch_frame_cb, ws);
 }
 
 static void watch_stream_free(struct e2b_stream *s)
@@ -569,7 +576,7 @@ static void watch_stream_free(struct e2b_stream *s)
 	struct watch_stream *ws = (struct watch_stream *)s;
 
 	ws->ops->watch_close(ws->w);
-	free(ws->pend);
+	free(ws->f.pend);
 	free(ws);
 }
 
