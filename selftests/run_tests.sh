@@ -8,7 +8,8 @@
 # DIR holds kselftest-list.txt ("group:program" lines) and a folder a group.
 # FILTER is "group", "program" or "group:program", optionally followed by
 # "/TEST", which is handed to the program as "-t TEST".  Each program is
-# bounded by SECONDS (default 600).  Every program's KTAP is nested (indented
+# bounded by SECONDS (default 600), or by its group's settings file
+# ("timeout=SECONDS").  Every program's KTAP is nested (indented
 # by four spaces) under one result line; the last line is the summary
 # "N passed, N failed[, N skipped]".  Exit status: 0 when nothing failed.
 
@@ -89,7 +90,14 @@ for gp in $progs; do
 	: > "$out"
 	sh -c 'echo $$ > "$1.follow"; exec tail -n +1 -f "$1"' sh "$out" |
 		sed 's/^/    /' &
-	(cd "$dir/$group" && exec timeout -k 10 "$limit" "$@") >> "$out" 2>&1 &
+	# A group's "settings" file may give its programs another bound
+	# (timeout=SECONDS), as in kselftest.
+	plimit=$limit
+	if [ -r "$dir/$group/settings" ]; then
+		t=$(sed -n 's/^timeout=\([0-9][0-9]*\)$/\1/p' "$dir/$group/settings")
+		[ -n "$t" ] && plimit=$t
+	fi
+	(cd "$dir/$group" && exec timeout -k 10 "$plimit" "$@") >> "$out" 2>&1 &
 	ppid=$!
 	wait $ppid 2>/dev/null
 	rc=$?
@@ -117,7 +125,7 @@ for gp in $progs; do
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	if [ "$rc" = 124 ] || [ "$rc" = 143 ]; then
-		echo "# $group:$prog timed out after $limit s"
+		echo "# $group:$prog timed out after $plimit s"
 	fi
 	if [ "$f" -gt 0 ]; then
 		echo "not ok $i selftests: $group: $prog"

@@ -48,6 +48,20 @@ cubed_pid=$!
 sleep 1
 kill -0 $cubed_pid 2>/dev/null
 check "cubed serves the E2B API" $? "$(cat /tmp/e2b-test/cubed.log)"
+# cube.pool=N on L1's command line: serve from a warm pool of N sandboxes
+# (for bench/sdk_bench.sh).
+pool=$(sed -n 's/.*cube\.pool=\([0-9]*\).*/\1/p' /proc/cmdline)
+if [ -n "$pool" ]; then
+	$C pool set base --size "$pool" >/dev/null
+	t=900
+	until $C pool ls | awk -v n="$pool" '$1 == "base" && $3 >= n { f = 1 } END { exit !f }'; do
+		[ $t -le 0 ] && break
+		sleep 2
+		t=$((t - 2))
+		[ $((t % 60)) = 0 ] && echo "# filling the pool; $t s left"
+	done
+	echo "# pool: $($C pool ls | awk '$1 == "base"')"
+fi
 echo "# serving; waiting for the build host"
 t=1500 done=1
 while [ $t -gt 0 ] && kill -0 $cubed_pid 2>/dev/null; do

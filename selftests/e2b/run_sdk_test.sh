@@ -9,10 +9,12 @@
 #
 #   selftests/e2b/run_sdk_test.sh
 #
-# Environment: E2B_SDK_DIR (where npm "e2b" is installed, default
-# /tmp/e2bsdk: installed there when missing), API_PORT / ENVD_PORT (the
-# host's ports, default 43000 / 43983), VMTEST_DIR (default
-# build/vmtest-e2b).  Needs node (>= 18) and npm.
+# Environment: SDK_SCRIPTS (other .mjs files to run), L1_APPEND (for
+# L1's command line: cube.pool=N serves from a warm pool of N),
+# E2B_SDK_DIR (where npm "e2b" is installed, default /tmp/e2bsdk: installed
+# there when missing), API_PORT / ENVD_PORT (the host's ports, default
+# 43000 / 43983), VMTEST_DIR (default build/vmtest-e2b).  Needs node (>= 18)
+# and npm.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -52,13 +54,31 @@ until curl -sf "http://127.0.0.1:$api/health" >/dev/null; do
 	t=$((t - 2))
 done
 
+case ${L1_APPEND:-} in
+*cube.pool=*)
+	echo "# run_sdk_test: waiting for the warm pool"
+	t=900
+	until grep -q '^ *# pool:' "$log"; do
+		[ $t -le 0 ] && break
+		sleep 2
+		t=$((t - 2))
+	done
+	grep '^ *# pool:' "$log"
+	;;
+esac
+
 export E2B_API_URL="http://127.0.0.1:$api" E2B_SANDBOX_URL="http://127.0.0.1:$envd"
 export E2B_API_KEY=$key CUBE_TEMPLATE=base
-# One file after another: each is a TAP stream of its own.
+# One file after another: each is a TAP stream of its own.  SDK_SCRIPTS
+# names other files to run instead; a *_bench.mjs is a plain script.
 st=0
-for t in "$here"/sdk_*test.mjs; do
+for t in ${SDK_SCRIPTS:-"$here"/sdk_*test.mjs}; do
 	echo "# run_sdk_test: ${t##*/}"
-	(cd "$sdk" && node --test --test-reporter=tap "${t##*/}") || st=1
+	cp "$t" "$sdk/"
+	case $t in
+	*_bench.mjs) (cd "$sdk" && node "${t##*/}") || st=1 ;;
+	*) (cd "$sdk" && node --test --test-reporter=tap "${t##*/}") || st=1 ;;
+	esac
 done
 
 # tell L1 the test is over

@@ -6,9 +6,10 @@
 #   DIR    working folder (console.log and results.log are written here)
 # Environment: VM_KVER, T (filter), FWD ("HOSTPORT:GUESTPORT,..." forwarded
 # from 127.0.0.1 into L1), TIMEOUT (seconds, default 1800), MEM (MiB,
-# default 2048), SMP (default 1; see below), V=1 (show the console as it runs),
-# STALL (seconds without a result line before L1 counts as stalled,
-# default 720, above run_tests.sh's 600 s bound on one program; 0: never).
+# default 2048), SMP (default 1; see below), V=1 (show the console as it
+# runs), L1_APPEND (more words for L1's kernel command line), STALL
+# (seconds without a result line before L1 counts as stalled, default 720,
+# above run_tests.sh's 600 s bound on one program; 0: never).
 #
 # In test mode prints L1's KTAP results, then the summary line
 # "N passed, N failed[, N skipped]", and exits 0 only when nothing failed,
@@ -37,6 +38,9 @@ append="console=ttyS0 panic=-1 oops=panic loglevel=4 quiet watchdog_thresh=60"
 # An NMI from the host (a stalled run) panics L1 with all CPUs' backtraces.
 append="$append unknown_nmi_panic panic_print=0x40 cube.mode=$mode"
 [ -n "${T:-}" ] && append="$append cube.filter=$T"
+# Settings for one test or benchmark (e.g. cube.pool=4), read by it from
+# /proc/cmdline.
+[ -n "${L1_APPEND:-}" ] && append="$append $L1_APPEND"
 
 net="-nic none"
 if [ -n "${FWD:-}" ]; then

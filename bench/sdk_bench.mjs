@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// sdk_bench.mjs: Sandbox.create() to the first commands.run() result,
+// through the unmodified E2B SDK, at each concurrency of
+// $BENCH_CONCURRENCY (default "1 50"), $BENCH_SAMPLES rounds each (default
+// 10).  A round starts that many sandboxes at once, each timed from
+// create() to the end of its first command, then kills them and waits
+// $BENCH_REFILL_MS (default 20000) for the warm pool to fill again.  Run by
+// bench/sdk_bench.sh through selftests/e2b/run_sdk_test.sh; prints "#"
+// lines and one "bench: ..." line per figure.  A measurement, not a test.
+import { Sandbox } from 'e2b';
+
+const template = process.env.CUBE_TEMPLATE || 'base';
+const concs = (process.env.BENCH_CONCURRENCY || '1 50').split(/\s+/).filter(Boolean).map(Number);
+const samples = Number(process.env.BENCH_SAMPLES || 10);
+const refill = Number(process.env.BENCH_REFILL_MS || 20000);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function pct(sorted, p) {
+  if (!sorted.length) return NaN;
+  const i = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, i)];
+}
+
+async function one() {
+  const t0 = performance.now();
+  const sbx = await Sandbox.create(template, { timeoutMs: 300_000 });
+  const t1 = performance.now();
+  const r = await sbx.commands.run('true');
+  const t2 = performance.now();
+  if (r.exitCode !== 0) throw new Error(`true exited ${r.exitCode}`);
+  return { sbx, create: t1 - t0, total: t2 - t0 };
+}
+
+let failed = 0;
+for (const c of concs) {
+  const create = [], total = [];
+  let errors = 0;
+  for (let round = 0; round < samples; round++) {
+    const res = await Promise.allSettled(Array.from({ length: c }, one));
+    for (const r of res) {
+      if (r.status === 'fulfilled') {
+        create.push(r.value.create);
+        total.push(r.value.total);
+      } else {
+        errors++;
+        console.log(`# concurrency ${c}: ${r.reason}`);
+      }
+    }
+    await Promise.allSettled(res.filter((r) => r.status === 'fulfilled')
+      .map((r) => r.value.sbx.kill()));
+    if (round + 1 < samples) await sleep(refill);
+  }
+  create.sort((a, b) => a - b);
+  total.sort((a, b) => a - b);
+  const f = (x) => x.toFixed(1);
+  console.log(`# concurrency ${c}: ${total.length} sandboxes, ${errors} errors; ` +
+    `create p50 ${f(pct(create, 50))} ms p95 ${f(pct(create, 95))} ms; ` +
+    `create to first run p50 ${f(pct(total, 50))} ms p95 ${f(pct(total, 95))} ms`);
+  console.log(`bench: sdk_create_to_first_run concurrency=${c} n=${total.length} ` +
+    `errors=${errors} create_p50_ms=${f(pct(create, 50))} create_p95_ms=${f(pct(create, 95))} ` +
+    `p50_ms=${f(pct(total, 50))} p95_ms=${f(pct(total, 95))}`);
+  if (errors) failed = 1;
+}
+process.exit(failed);

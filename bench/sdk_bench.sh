@@ -1,0 +1,29 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# sdk_bench.sh: the E2B SDK's Sandbox.create() to the first commands.run()
+# result, from a warm pool, at concurrency 1 and 50 (BENCH_CONCURRENCY),
+# p50 and p95.  In the VM harness (this machine has no usable KVM): boots
+# L1 with cubed serving a pool of BENCH_POOL sandboxes (default: the
+# largest concurrency) and runs bench/sdk_bench.mjs here against it, as
+# selftests/e2b/run_sdk_test.sh does for the SDK test.  Under TCG the
+# times are emulated ones: compare them with each other, not with KVM
+# hosts.  A measurement, not a test.
+#
+#   bench/sdk_bench.sh
+#   BENCH_CONCURRENCY="1 4" BENCH_SAMPLES=5 bench/sdk_bench.sh
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+conc=${BENCH_CONCURRENCY:-1 50}
+max=0
+for c in $conc; do
+	[ "$c" -gt "$max" ] && max=$c
+done
+export BENCH_CONCURRENCY="$conc"
+export L1_APPEND="cube.pool=${BENCH_POOL:-$max}"
+export SDK_SCRIPTS="$here/sdk_bench.mjs"
+# A pool of N sandboxes wants memory: about 100 MiB of L1 each.
+export MEM=${MEM:-$((2048 + max * 100))}
+export VMTEST_DIR=${VMTEST_DIR:-build/vmtest-sdk-bench}
+export TIMEOUT=${TIMEOUT:-5400}
+exec "$here/../selftests/e2b/run_sdk_test.sh"
