@@ -105,6 +105,7 @@ benchmarks: all
 else
 benchmarks:
 	$(MAKE) -C selftests/qemu run T=bench MEM=6144
+	bench/sdk_bench.sh
 endif
 
 ifeq ($(DEMO_NATIVE),1)
