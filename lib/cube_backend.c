@@ -288,6 +288,26 @@ static struct sbx *adopt_locked(struct cube_backend *b,
 	return s;
 }
 
+/*
+ * Adopt module sandbox @id, just taken from a pool or launched: the shim
+ * marks it running only once it is in use, so a ready one counts as
+ * running here.
+ */
+static int adopt_started_locked(struct cube_backend *b, uint64_t id,
+				struct sbx **out)
+{
+	struct cube_nl_sandbox ns;
+	int ret;
+
+	ret = cube_nl_sandbox_get(b->nl, id, &ns);
+	if (ret)
+		return ret;
+	if (ns.state == CUBE_SANDBOX_READY)
+		ns.state = CUBE_SANDBOX_RUNNING;
+	*out = adopt_locked(b, &ns);
+	return *out ? 0 : -ENOMEM;
+}
+
 static int sync_locked(struct cube_backend *b)
 {
 	struct cube_nl_sandbox *v;
@@ -551,7 +571,6 @@ static int be_create(void *be, const struct e2b_new_sandbox *req,
 {
 	struct cube_backend *b = be;
 	struct cube_template t;
-	struct cube_nl_sandbox ns;
 	struct cube_launch l = { .tmpl = &t };
 	char err[CUBE_ERR_MAX] = "";
 	struct sbx *s;
@@ -578,14 +597,7 @@ static int be_create(void *be, const struct e2b_new_sandbox *req,
 		}
 	}
 	pthread_mutex_lock(&b->lock);
-	ret = cube_nl_sandbox_get(b->nl, id, &ns);
-	if (!ret) {
-		/* the shim marks a taken sandbox running; be lenient */
-		if (ns.state == CUBE_SANDBOX_READY)
-			ns.state = CUBE_SANDBOX_RUNNING;
-		s = adopt_locked(b, &ns);
-		ret = s ? 0 : -ENOMEM;
-	}
+	ret = adopt_started_locked(b, id, &s);
 	if (!ret) {
 		s->end_at = time(NULL) + req->timeout;
 		e2b_kvs_free(&s->metadata);
@@ -854,7 +866,6 @@ static int be_resume(void *be, const char *sid, char *msg)
 	char err[CUBE_ERR_MAX] = "", rec[PATH_MAX], claim[PATH_MAX];
 	struct cube_template t;
 	struct cube_launch l = { .tmpl = &t, .own_snapshot = true };
-	struct cube_nl_sandbox ns;
 	struct paused p;
 	struct sbx *s;
 	uint64_t id;
@@ -894,14 +905,8 @@ static int be_resume(void *be, const char *sid, char *msg)
 		return ret == -ENOENT ? -EIO : ret;
 	}
 	pthread_mutex_lock(&b->lock);
-	ret = cube_nl_sandbox_get(b->nl, id, &ns);
-	if (!ret) {
-		if (ns.state == CUBE_SANDBOX_READY)
-			ns.state = CUBE_SANDBOX_RUNNING;
-		/* the E2B id is known before the new entry is first read */
-		s = adopt_locked(b, &ns);
-		ret = s ? 0 : -ENOMEM;
-	}
+	/* the E2B id is set before the new entry is first read */
+	ret = adopt_started_locked(b, id, &s);
 	if (!ret) {
 		snprintf(s->eid, sizeof(s->eid), "%s", p.s.eid);
 		strcpy(s->token, p.s.token);
