@@ -12,20 +12,25 @@
 #   make install         cube.ko, the programs and the guest files (DESTDIR, PREFIX)
 #   make clean           back to the tree as cloned
 #
-# KDIR: the kernel build tree for cube.ko.  Default: the running kernel's, when
-# it exists, else the newest installed Debian cloud kernel's headers.
+# KVER: the Debian cloud kernel the VM harness boots as L1, whose modules the
+# guest initramfs carries, and which cube.ko is built for in the harness.
+# Default: the one the package list installs (scripts/kver); name another
+# with KVER=<version>, e.g. make check KVER=$$(scripts/kver 6.12).
+#
+# KDIR: the kernel build tree for the native cube.ko.  Default: KVER's when
+# KVER is named, else the running kernel's when it exists, else KVER's.
 
 TOP := $(CURDIR)
 export TOP
 
-# Kernel used by the VM harness (L1) and as the fallback for KDIR: read from
-# the installed files, not from the running kernel.
-VM_KVER ?= $(shell ls -1 /lib/modules 2>/dev/null | grep -- '-cloud-amd64$$' | sort -V | tail -n 1)
-VM_KDIR ?= /lib/modules/$(VM_KVER)/build
-export VM_KVER VM_KDIR
-
 RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
-KDIR ?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
+KDIR_FOR_KVER := $(if $(filter command line environment%,$(origin KVER)),1)
+KVER ?= $(shell KVER= $(TOP)/scripts/kver)
+VM_KVER := $(KVER)
+VM_KDIR := /lib/modules/$(VM_KVER)/build
+export KVER VM_KVER VM_KDIR
+
+KDIR ?= $(if $(KDIR_FOR_KVER),$(VM_KDIR),$(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR)))
 export KDIR
 
 USER_DIRS := lib cubectl guest vmm selftests bench

@@ -47,6 +47,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "cube.h"
 #include "mem.h"
 
@@ -118,13 +119,13 @@ struct cube_clone *cube_clone_fget(int fd)
 	struct cube_clone *clone;
 	struct fd f = fdget(fd);
 
-	if (!f.file)
+	if (!fd_file(f))
 		return ERR_PTR(-EBADF);
-	if (f.file->f_op != &cube_clone_fops) {
+	if (fd_file(f)->f_op != &cube_clone_fops) {
 		fdput(f);
 		return ERR_PTR(-EINVAL);
 	}
-	clone = f.file->private_data;
+	clone = fd_file(f)->private_data;
 	kref_get(&clone->ref);
 	fdput(f);
 	return clone;
@@ -437,7 +438,7 @@ static int cube_clone_mmap(struct file *file, struct vm_area_struct *vma)
 	 * Normal struct-page PTEs (GUP and KVM work on them); VM_MIXEDMAP
 	 * lets the prefault use vm_insert_page() from ->fault.
 	 */
-	vma->vm_flags |= VM_MIXEDMAP | VM_DONTEXPAND;
+	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND);
 	vma->vm_ops = &cube_clone_vm_ops;
 	vma->vm_private_data = (clone->flags & CUBE_CLONE_F_PREFAULT) ?
 			       clone : NULL;

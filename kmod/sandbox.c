@@ -26,7 +26,11 @@
 #include <net/genetlink.h>
 #include <net/net_namespace.h>
 
+#include "compat.h"
 #include "sandbox.h"
+
+/* bpf_link_get_from_fd(), for CUBE_IOC_SANDBOX_ADD_BPF_LINK */
+CUBE_IMPORT_NS(BPF_INTERNAL);
 
 static DEFINE_XARRAY(cube_sandboxes);
 static atomic64_t cube_sandbox_next_id = ATOMIC64_INIT(0);

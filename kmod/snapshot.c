@@ -25,6 +25,7 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "cube.h"
 #include "mem.h"
 
@@ -455,14 +456,14 @@ static int cube_snapshot_from_memfd(const struct cube_snapshot_create *arg,
 	if (arg->offset + arg->length > LLONG_MAX)
 		return -EOVERFLOW;
 	f = fdget(arg->fd);
-	if (!f.file)
+	if (!fd_file(f))
 		return -EBADF;
-	inode = file_inode(f.file);
+	inode = file_inode(fd_file(f));
 	ret = -EINVAL;
 	if (!S_ISREG(inode->i_mode) || inode->i_sb->s_magic != TMPFS_MAGIC)
 		goto out;
 	ret = -EBADF;
-	if (!(f.file->f_mode & FMODE_READ))
+	if (!(fd_file(f)->f_mode & FMODE_READ))
 		goto out;
 	ret = -ERANGE;
 	if (arg->offset + arg->length > i_size_read(inode))
@@ -471,7 +472,7 @@ static int cube_snapshot_from_memfd(const struct cube_snapshot_create *arg,
 	snap = cube_snapshot_alloc(arg->length >> PAGE_SHIFT, NULL);
 	if (!snap)
 		goto out;
-	ret = cube_snapshot_fill_memfd(snap, f.file, arg->offset);
+	ret = cube_snapshot_fill_memfd(snap, fd_file(f), arg->offset);
 	if (ret)
 		cube_snapshot_put(snap);
 	else

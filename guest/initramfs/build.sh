@@ -32,14 +32,15 @@ if [ -n "$kver" ] && [ -f "$moddir/modules.dep" ]; then
 			for (i = 1; i <= n; i++) add(d[i])
 			print p
 		}
+		FILENAME ~ /modules\.builtin$/ { builtin[base($1)] = 1; next }
 		{ p = $1; sub(/:$/, "", p); d = $0; sub(/^[^:]*:[ ]*/, "", d); deps[p] = d; byname[base(p)] = p }
 		END {
 			n = split(want, w, "\n")
 			for (i = 1; i <= n; i++) {
-				if (!(w[i] in byname)) { print "missing:" w[i] > "/dev/stderr"; continue }
+				if (!(w[i] in byname)) { if (!(w[i] in builtin)) print "missing:" w[i] > "/dev/stderr"; continue }
 				add(byname[w[i]])
 			}
-		}' "$moddir/modules.dep" | LC_ALL=C sort -u)
+		}' "$moddir/modules.builtin" "$moddir/modules.dep" | LC_ALL=C sort -u)
 else
 	echo "initramfs: no $moddir/modules.dep: agent only (a kernel with everything built in)" >&2
 fi
@@ -57,16 +58,25 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/dev" "$stage/proc" "$stage/sys" "$stage/tmp" "$stage/cube"
 install -m 0755 "$agent" "$stage/init"
 mknod -m 0600 "$stage/dev/console" c 5 1 2>/dev/null || true
+# Compressed modules (6.12's are .ko.xz) are shipped decompressed, so the
+# agent loads every kernel's modules the same way and the guest spends no
+# boot time decompressing them.
 if [ -n "$mods" ]; then
 	mkdir -p "$stage/lib/modules/$kver"
 	for m in $mods; do
+		plain=${m%.xz}
+		plain=${plain%.zst}
 		mkdir -p "$stage/lib/modules/$kver/$(dirname "$m")"
-		cp "$moddir/$m" "$stage/lib/modules/$kver/$m"
+		case $m in
+		*.xz) xz -dc "$moddir/$m" > "$stage/lib/modules/$kver/$plain" ;;
+		*.zst) zstd -qdc "$moddir/$m" > "$stage/lib/modules/$kver/$plain" ;;
+		*) cp "$moddir/$m" "$stage/lib/modules/$kver/$m" ;;
+		esac
 	done
 	# modules.dep of the shipped modules only, in a stable order
 	for m in $mods; do
 		grep -E "^$m:" "$moddir/modules.dep"
-	done > "$stage/lib/modules/$kver/modules.dep"
+	done | sed -e 's/\.ko\.\(xz\|zst\)/.ko/g' > "$stage/lib/modules/$kver/modules.dep"
 fi
 find "$stage" -exec touch -h -d @0 {} +
 (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |

@@ -37,6 +37,7 @@ for m in virtio_ring virtio virtio_mmio vsock \
 	virtio_blk virtio-rng; do
 	# evil-virtq drives the devices itself through /dev/mem.
 	[ "$mode" = evil ] && [ "$m" = virtio_mmio ] && break
+	[ -e /lib/modules/$m.ko ] || continue	# built in
 	insmod /lib/modules/$m.ko || say "CUBE-L2-MODULE-FAILED $m"
 done
 

@@ -28,7 +28,10 @@ for m in drivers/virtio/virtio_ring drivers/virtio/virtio \
 	net/vmw_vsock/vmw_vsock_virtio_transport_common \
 	net/vmw_vsock/vmw_vsock_virtio_transport drivers/block/virtio_blk \
 	drivers/char/hw_random/virtio-rng; do
-	f=$(ls "$moddir/$m.ko"* | head -n 1)
+	# built into this kernel (6.12 has virtio and virtio_ring built in)
+	grep -qx "kernel/$m.ko" "/lib/modules/$kver/modules.builtin" && continue
+	f=$(ls "$moddir/$m.ko"* 2>/dev/null | head -n 1)
+	[ -n "$f" ] || { echo "mkl2: module $m not found in $kver" >&2; exit 1; }
 	case $f in
 	*.xz) xz -dc "$f" > "$root/lib/modules/$(basename "$m").ko" ;;
 	*.zst) zstd -qdc "$f" > "$root/lib/modules/$(basename "$m").ko" ;;
