@@ -6,6 +6,7 @@
 #   make demo            the main job (see README.md)
 #   make benchmarks      the benchmarks (natively on a KVM host)
 #   make check           native unit tests, then the selftests in the VM harness
+#                        (KVER's kernel), and cube.ko's groups on 6.12 (KVER2)
 #   make check NATIVE=1  native unit tests, then the selftests natively (root, real KVM)
 #   make vmtest [T=name] the selftests (or one test/group) in the VM harness
 #   make vmshell         an interactive shell in the same L1 machine
@@ -36,7 +37,8 @@ export KDIR
 USER_DIRS := lib cubectl guest vmm selftests bench
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
-	demo demo-install benchmarks vmtest-harness e2b-sdk install clean help
+	demo demo-install benchmarks vmtest-kver2 vmtest-harness e2b-sdk install install-dkms \
+	clean help
 
 all: module userspace
 
@@ -61,8 +63,20 @@ check: unit all
 	grep -q '^cube ' /proc/modules || insmod kmod/cube.ko
 	CUBE_KO=$(TOP)/kmod/cube.ko $(MAKE) -C selftests run_tests T='$(T)'
 else
-check: unit vmtest vmtest-harness e2b-sdk
+check: unit vmtest vmtest-kver2 vmtest-harness e2b-sdk
 endif
+
+# The second kernel: the groups that exercise cube.ko, on Debian 12's 6.12
+# cloud kernel (scripts/install-deps installs it), so the module is tested
+# on both kernels it supports.  KVER2=<version> names another; KVER2=none
+# leaves it out.
+KVER2 ?= $(shell KVER= $(TOP)/scripts/kver 6.12)
+KMOD_GROUPS := kvm,module,memory,sandbox,netlink
+vmtest-kver2:
+	@test -n "$(KVER2)" || { echo "make check: no 6.12 kernel installed (scripts/install-deps installs it; KVER2=none to leave it out)" >&2; exit 1; }
+	$(if $(filter none,$(KVER2)),@echo "vmtest-kver2: left out (KVER2=none)",\
+	$(MAKE) -C selftests/qemu run KVER=$(KVER2) VM_KVER=$(KVER2) \
+		VMTEST_DIR=$(TOP)/build/vmtest-$(KVER2) T='$(KMOD_GROUPS)')
 
 # The unmodified E2B SDK (npm "e2b", under node on this machine) against
 # cubed in L1, through forwarded ports.
@@ -127,10 +141,20 @@ endif
 DESTDIR ?=
 PREFIX ?= /usr/local
 GUEST_OUT := $(TOP)/build/guest
-# Installs the module for KDIR's kernel, the programs, and the guest's
-# initramfs and root file system (built by `make`, see guest/Makefile).
+# The module's version, as DKMS registers it.
+CUBE_VERSION ?= 0.1
+DKMS_SRC := $(DESTDIR)/usr/src/cube-$(CUBE_VERSION)
+# Installs the module, the programs, and the guest's initramfs and root file
+# system (built by `make`, see guest/Makefile).  With DKMS on the host the
+# module's sources go to /usr/src/cube-$(CUBE_VERSION) and DKMS builds
+# cube.ko for every installed kernel, and again for each kernel installed
+# later; without it, cube.ko is installed for KDIR's kernel only.
 install: all
-	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(DESTDIR) modules_install
+	if command -v dkms >/dev/null; then \
+		$(MAKE) --no-print-directory install-dkms; \
+	else \
+		$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(DESTDIR) modules_install; \
+	fi
 	$(MAKE) -C cubectl install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
 	install -D -m 0755 vmm/cube-vmm $(DESTDIR)$(PREFIX)/sbin/cube-vmm
 	install -D -m 0644 $(GUEST_OUT)/initramfs.cpio.gz $(DESTDIR)$(PREFIX)/share/cube/guest/initramfs.cpio.gz
@@ -139,6 +163,24 @@ install: all
 	if [ -e $(GUEST_OUT)/bzImage-cube ]; then \
 		install -D -m 0644 $(GUEST_OUT)/bzImage-cube $(DESTDIR)$(PREFIX)/share/cube/guest/bzImage; fi
 	install -D -m 0644 kmod/99-cube.rules $(DESTDIR)$(PREFIX)/share/cube/99-cube.rules
+
+# The module's sources for DKMS; registered, built and installed for every
+# kernel that has its headers, unless DESTDIR stages a package.
+install-dkms:
+	rm -rf $(DKMS_SRC)
+	mkdir -p $(DKMS_SRC)/kmod $(DKMS_SRC)/uapi/linux
+	install -m 0644 Kbuild $(DKMS_SRC)/Kbuild
+	install -m 0644 kmod/Kbuild kmod/*.c kmod/*.h $(DKMS_SRC)/kmod/
+	install -m 0644 uapi/linux/cube.h $(DKMS_SRC)/uapi/linux/
+	sed 's/@CUBE_VERSION@/$(CUBE_VERSION)/' dkms.conf > $(DKMS_SRC)/dkms.conf
+	if [ -z "$(DESTDIR)" ]; then \
+		dkms remove -m cube -v $(CUBE_VERSION) --all >/dev/null 2>&1 || true; \
+		dkms add -m cube -v $(CUBE_VERSION) || exit 1; \
+		for k in $$(ls /lib/modules); do \
+			[ -e /lib/modules/$$k/build/Makefile ] || continue; \
+			dkms install -m cube -v $(CUBE_VERSION) -k $$k || exit 1; \
+		done; \
+	fi
 
 help:
 	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'

@@ -7,7 +7,8 @@
 #
 # DIR holds kselftest-list.txt ("group:program" lines) and a folder a group.
 # FILTER is "group", "program" or "group:program", optionally followed by
-# "/TEST", which is handed to the program as "-t TEST".  Each program is
+# "/TEST", which is handed to the program as "-t TEST"; or a comma-separated
+# list of groups and programs ("module,memory,sandbox").  Each program is
 # bounded by SECONDS (default 600), or by its group's settings file
 # ("timeout=SECONDS").  Every program's KTAP is nested (indented
 # by four spaces) under one result line; the last line is the summary
@@ -36,7 +37,11 @@ sub=
 case $filter in */*) sub=${filter#*/} ;; esac
 
 matches() {
-	[ -z "$sel" ] || [ "$sel" = "$1" ] || [ "$sel" = "$2" ] || [ "$sel" = "$1:$2" ]
+	[ -z "$sel" ] && return 0
+	for s in $(echo "$sel" | tr ',' ' '); do
+		[ "$s" = "$1" ] || [ "$s" = "$2" ] || [ "$s" = "$1:$2" ] && return 0
+	done
+	return 1
 }
 
 progs=
