@@ -84,6 +84,7 @@ static void cube_clone_release_pages(struct cube_clone *clone)
 			continue;
 		put_page(entry);
 		atomic64_dec(&cube_stats.private_pages);
+		cond_resched();
 	}
 	xa_destroy(&clone->pages);
 }
@@ -323,6 +324,7 @@ static void cube_clone_prefault(struct cube_clone *clone,
 				return;
 			cube_clone_prefault_one(clone, vma, index,
 						&clone->prefaulted);
+			cond_resched();
 		}
 		return;
 	}
@@ -332,6 +334,7 @@ static void cube_clone_prefault(struct cube_clone *clone,
 				return;
 			cube_clone_prefault_one(clone, vma, index,
 						&clone->prefaulted);
+			cond_resched();
 		}
 	}
 }
@@ -641,9 +644,9 @@ long cube_clone_create_ioctl(void __user *argp)
 		return -EFAULT;
 	if ((arg.flags & ~CUBE_CLONE_F_ALL) || arg.reserved)
 		return -EINVAL;
-	snap = cube_snapshot_get_id(arg.snapshot_id);
+	snap = cube_snapshot_get_owned(arg.snapshot_id, &ret);
 	if (!snap)
-		return -ENOENT;
+		return ret;
 
 	ret = -ENOMEM;
 	clone = cube_clone_alloc(snap, arg.flags);

@@ -45,4 +45,14 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
  */
 #define CUBE_IMPORT_NS(ns)	MODULE_INFO(import_ns, #ns)
 
+/*
+ * 6.7 (and the 6.1 and 6.6 stable series since): GENL_MCAST_CAP_NET_ADMIN,
+ * a multicast group only CAP_NET_ADMIN may join.  Without it a kernel
+ * cannot restrict the group; it then stays open, as it was on such kernels.
+ */
+#include <net/genetlink.h>
+#ifndef GENL_MCAST_CAP_NET_ADMIN
+#define GENL_MCAST_CAP_NET_ADMIN	0
+#endif
+
 #endif /* _CUBE_COMPAT_H */

@@ -6,6 +6,8 @@
 #define _CUBE_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/cube.h>
 #include <net/netlink.h>
@@ -31,6 +33,19 @@ extern struct cube_stats cube_stats;
 
 /* main.c */
 void cube_check_leaks(void);
+
+/**
+ * cube_may_use() - whether the caller may use an object that @owner made
+ * @owner: the effective uid recorded when the object was created
+ *
+ * Snapshots and pools belong to the effective uid that created them; only
+ * that uid, or an administrator (CAP_NET_ADMIN, as the family's mutating
+ * netlink commands require), may clone, read, delete or take from them.
+ */
+static inline bool cube_may_use(kuid_t owner)
+{
+	return uid_eq(current_euid(), owner) || capable(CAP_NET_ADMIN);
+}
 
 /* sandbox.c, pool.c, netlink.c: sandboxes, pools, the genl family */
 int cube_sandbox_init(void);

@@ -25,6 +25,7 @@
 struct cube_snapshot {
 	struct kref ref;
 	u64 id;
+	kuid_t owner;			/* effective uid of the creator */
 	pgoff_t nr_pages;
 	unsigned int depth;
 	struct cube_snapshot *parent;
@@ -43,8 +44,9 @@ extern struct page *cube_zero_page;
 
 /* snapshot.c */
 struct cube_snapshot *cube_snapshot_get_id(u64 id);
+struct cube_snapshot *cube_snapshot_get_owned(u64 id, int *err);
 void cube_snapshot_put(struct cube_snapshot *snap);
-int cube_snapshot_delete(u64 id);
+int cube_snapshot_delete(u64 id, bool check_owner);
 struct page *cube_snapshot_page(struct cube_snapshot *snap, pgoff_t index);
 int cube_snapshot_record(struct cube_snapshot *snap, pgoff_t index);
 void cube_snapshot_info(struct cube_snapshot *snap,

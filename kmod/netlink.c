@@ -12,6 +12,7 @@
 #include <net/genetlink.h>
 #include <net/netlink.h>
 
+#include "compat.h"
 #include "sandbox.h"
 
 enum {
@@ -670,7 +671,11 @@ static const struct genl_ops cube_genl_ops[] = {
 };
 
 static const struct genl_multicast_group cube_genl_mcgrps[] = {
-	[CUBE_MCGRP_EVENTS_ID] = { .name = CUBE_GENL_MCGRP_EVENTS },
+	/* Events name sandboxes and their VMMs' pids: admins only, as the
+	 * commands that act on them.
+	 */
+	[CUBE_MCGRP_EVENTS_ID] = { .name = CUBE_GENL_MCGRP_EVENTS,
+				   .flags = GENL_MCAST_CAP_NET_ADMIN },
 };
 
 static struct genl_family cube_genl_family __ro_after_init = {

@@ -65,6 +65,7 @@ int cube_pool_create(const char *name, const char *template, u32 target,
 	INIT_LIST_HEAD(&pool->members);
 	strscpy(pool->name, name, sizeof(pool->name));
 	strscpy(pool->template, template, sizeof(pool->template));
+	pool->owner = current_euid();
 	pool->target = target;
 	pool->low = low;
 
@@ -166,7 +167,8 @@ out:
  * @id: out: the sandbox's id
  * @owner: out: a reference on its owner's pid, for the caller to put
  *
- * Return: 0, -ENOENT (no such pool) or -EAGAIN (the pool is empty).
+ * Return: 0, -ENOENT (no such pool), -EACCES (another user's pool, see
+ * cube_may_use()) or -EAGAIN (the pool is empty).
  */
 int cube_pool_take(const char *name, u64 *id, struct pid **owner)
 {
@@ -178,6 +180,10 @@ int cube_pool_take(const char *name, u64 *id, struct pid **owner)
 	pool = cube_pool_find(name);
 	if (!pool) {
 		ret = -ENOENT;
+		goto out;
+	}
+	if (!cube_may_use(pool->owner)) {
+		ret = -EACCES;
 		goto out;
 	}
 	sb = list_first_entry_or_null(&pool->members, struct cube_sandbox,
@@ -203,7 +209,8 @@ out:
  * @sb: the sandbox
  * @name: the pool
  *
- * Return: 0; -ENOENT: no such pool; -EBUSY: the sandbox is not ready, or
+ * Return: 0; -ENOENT: no such pool; -EACCES: another user's pool (a tenant
+ * must not hand its sandbox to another's takers); -EBUSY: the sandbox is not ready, or
  * already pooled or taken; -EXDEV: its template is not the pool's;
  * -ENOSPC: the pool holds its target already.
  */
@@ -217,6 +224,8 @@ int cube_pool_enter(struct cube_sandbox *sb, const char *name)
 	pool = cube_pool_find(name);
 	if (!pool)
 		ret = -ENOENT;
+	else if (!cube_may_use(pool->owner))
+		ret = -EACCES;
 	else if (sb->state != CUBE_SANDBOX_READY || sb->pool ||
 		 (sb->flags & (CUBE_SANDBOX_F_TAKEN |
 			       CUBE_SANDBOX_F_KILL_REQUESTED)))

@@ -74,6 +74,7 @@ struct cube_pool {
 	struct list_head members;	/* cube_sandbox.pool_node */
 	char name[CUBE_NAME_MAX];
 	char template[CUBE_NAME_MAX];
+	kuid_t owner;			/* effective uid of the creator */
 	u32 target;
 	u32 low;
 	u32 size;

@@ -64,6 +64,7 @@ struct cube_snapshot *cube_snapshot_alloc(pgoff_t nr_pages,
 	if (!snap)
 		return NULL;
 	kref_init(&snap->ref);
+	snap->owner = current_euid();
 	snap->nr_pages = nr_pages;
 	snap->depth = 1;
 	xa_init(&snap->pages);
@@ -91,6 +92,7 @@ static void cube_snapshot_release(struct kref *ref)
 			continue;
 		put_page(entry);
 		atomic64_dec(&cube_stats.shared_pages);
+		cond_resched();		/* up to CUBE_SNAPSHOT_MAX_SIZE */
 	}
 	xa_destroy(&snap->pages);
 	xa_destroy(&snap->ws);
@@ -133,6 +135,26 @@ struct cube_snapshot *cube_snapshot_get_id(u64 id)
 }
 
 /**
+ * cube_snapshot_get_owned() - look up a linked snapshot the caller may use
+ * @id: its id
+ * @err: out: -ENOENT (no such snapshot) or -EACCES (another user's)
+ *
+ * Return: the snapshot with a new reference, or NULL.
+ */
+struct cube_snapshot *cube_snapshot_get_owned(u64 id, int *err)
+{
+	struct cube_snapshot *snap = cube_snapshot_get_id(id);
+
+	*err = -ENOENT;
+	if (snap && !cube_may_use(snap->owner)) {
+		cube_snapshot_put(snap);
+		*err = -EACCES;
+		return NULL;
+	}
+	return snap;
+}
+
+/**
  * cube_snapshot_next() - iterate over linked snapshots in id order
  * @id: in: the lowest id wanted; out: the id found
  *
@@ -156,15 +178,21 @@ struct cube_snapshot *cube_snapshot_next(u64 *id)
 /**
  * cube_snapshot_link() - give a filled snapshot an id and publish it
  * @snap: the snapshot; the table takes over the caller's reference
+ * @id: out: its id
+ *
+ * Once published, a concurrent delete of the (predictable) id may free the
+ * snapshot at any time: the caller must not touch @snap again, and reads
+ * the id from @id.
  *
  * Return: 0 or a negative errno (the reference is dropped then).
  */
-static int cube_snapshot_link(struct cube_snapshot *snap)
+static int cube_snapshot_link(struct cube_snapshot *snap, u64 *id)
 {
 	int ret;
 
-	snap->id = atomic64_inc_return(&cube_snapshot_last_id);
-	ret = xa_insert(&cube_snapshots, snap->id, snap, GFP_KERNEL);
+	*id = atomic64_inc_return(&cube_snapshot_last_id);
+	snap->id = *id;
+	ret = xa_insert(&cube_snapshots, *id, snap, GFP_KERNEL);
 	if (ret) {
 		cube_snapshot_put(snap);
 		return ret;
@@ -175,21 +203,33 @@ static int cube_snapshot_link(struct cube_snapshot *snap)
 /**
  * cube_snapshot_delete() - unlink a snapshot's id
  * @id: the snapshot
+ * @check_owner: refuse another user's snapshot (see cube_may_use())
  *
  * Its memory is freed now, or when its last clone or child snapshot goes.
  *
- * Return: 0, or -ENOENT for an unknown id.
+ * Return: 0, -ENOENT for an unknown id, -EACCES for another user's.
  */
-int cube_snapshot_delete(u64 id)
+int cube_snapshot_delete(u64 id, bool check_owner)
 {
 	struct cube_snapshot *snap;
 
 	if (!id || id > ULONG_MAX)
 		return -ENOENT;
-	snap = xa_erase(&cube_snapshots, id);
+	/* The owner check may sleep (capable()): not under the xarray lock. */
+	snap = cube_snapshot_get_id(id);
 	if (!snap)
 		return -ENOENT;
-	cube_snapshot_put(snap);
+	if (check_owner && !cube_may_use(snap->owner)) {
+		cube_snapshot_put(snap);
+		return -EACCES;
+	}
+	/* Unlink this snapshot only: ids are never reused. */
+	if (xa_cmpxchg(&cube_snapshots, id, snap, NULL, 0) != snap) {
+		cube_snapshot_put(snap);
+		return -ENOENT;		/* deleted meanwhile */
+	}
+	cube_snapshot_put(snap);	/* the table's */
+	cube_snapshot_put(snap);	/* ours */
 	return 0;
 }
 
@@ -534,12 +574,11 @@ static long cube_snapshot_create(void __user *argp)
 	}
 	if (ret)
 		return ret;
-	ret = cube_snapshot_link(snap);
+	ret = cube_snapshot_link(snap, &arg.id);
 	if (ret)
 		return ret;
-	arg.id = snap->id;
 	if (copy_to_user(argp, &arg, sizeof(arg))) {
-		cube_snapshot_delete(arg.id);
+		cube_snapshot_delete(arg.id, false);
 		return -EFAULT;
 	}
 	return 0;
@@ -553,21 +592,22 @@ static long cube_snapshot_delete_ioctl(void __user *argp)
 		return -EFAULT;
 	if (arg.flags || arg.reserved)
 		return -EINVAL;
-	return cube_snapshot_delete(arg.id);
+	return cube_snapshot_delete(arg.id, true);
 }
 
 static long cube_snapshot_info_ioctl(void __user *argp)
 {
 	struct cube_snapshot_info arg;
 	struct cube_snapshot *snap;
+	int err;
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
 	if (arg.flags)
 		return -EINVAL;
-	snap = cube_snapshot_get_id(arg.id);
+	snap = cube_snapshot_get_owned(arg.id, &err);
 	if (!snap)
-		return -ENOENT;
+		return err;
 	cube_snapshot_info(snap, &arg);
 	cube_snapshot_put(snap);
 	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;

@@ -159,7 +159,7 @@ int cube_snapshot_nl_del_doit(struct sk_buff *skb, struct genl_info *info)
 	ret = cube_snapshot_nl_id(info, &id);
 	if (ret)
 		return ret;
-	ret = cube_snapshot_delete(id);
+	ret = cube_snapshot_delete(id, true);
 	if (ret)
 		NL_SET_ERR_MSG(info->extack, "no such snapshot");
 	return ret;
