@@ -22,6 +22,7 @@
 #include "acpi.h"
 #include "boot.h"
 #include "control.h"
+#include "cube_net_addr.h"
 #include "cube_clone.h"
 #include "devices.h"
 #include "sandbox.h"
@@ -29,6 +30,7 @@
 #include "snapshot.h"
 #include "util.h"
 #include "virtio_mmio.h"
+#include "virtio_net.h"
 #include "vm.h"
 #include "vsock.h"
 
@@ -61,6 +63,8 @@ struct opts {
 	bool no_seccomp;
 	bool no_cgroup;
 	bool stats;
+	int net_tap_fd;			/* -1: no network device */
+	const char *net_mac;
 };
 
 struct vmm {
@@ -90,6 +94,9 @@ static void usage(FILE *f)
 "  --vcpus N            vCPUs (1..16, default 1)\n"
 "  --vsock-uds PATH     host side of virtio-vsock (hybrid Unix socket)\n"
 "  --cid N              guest vsock CID (default 3)\n"
+"  --net-tap-fd N       virtio-net over the inherited tap fd N (opened with\n"
+"                       IFF_TAP|IFF_NO_PI|IFF_VNET_HDR); none: no network\n"
+"  --net-mac MAC        the guest's MAC (default " CUBE_NET_GUEST_MAC ")\n"
 "  --console-log FILE   serial console output (default: stdout)\n"
 "  --timeout S          stop the VM after S seconds of wall time (exit 3)\n"
 "  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status\n"
@@ -112,7 +119,8 @@ enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_APPEND, OPT_ROOTFS,
 	OPT_MEM, OPT_VCPUS, OPT_VSOCK, OPT_CID, OPT_CONSOLE, OPT_TIMEOUT,
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
-	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE,
+	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
+	OPT_NETMAC,
 };
 
 static const struct option long_opts[] = {
@@ -125,6 +133,8 @@ static const struct option long_opts[] = {
 	{ "vcpus", required_argument, NULL, OPT_VCPUS },
 	{ "vsock-uds", required_argument, NULL, OPT_VSOCK },
 	{ "cid", required_argument, NULL, OPT_CID },
+	{ "net-tap-fd", required_argument, NULL, OPT_NETFD },
+	{ "net-mac", required_argument, NULL, OPT_NETMAC },
 	{ "console-log", required_argument, NULL, OPT_CONSOLE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "snapshot-out", required_argument, NULL, OPT_SNAPOUT },
@@ -154,9 +164,11 @@ static int num_opt(const char *name, const char *s, uint64_t min,
 
 static int parse_opts(struct opts *o, int argc, char **argv)
 {
+	uint64_t v;
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->net_tap_fd = -1;
 	o->mem_mib = DEFAULT_MEM_MIB;
 	o->vcpus = 1;
 	o->cid = VSOCK_DEFAULT_CID;
@@ -181,6 +193,12 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			if (num_opt("cid", optarg, 3, UINT32_MAX - 1, &o->cid))
 				return -1;
 			break;
+		case OPT_NETFD:
+			if (num_opt("net-tap-fd", optarg, 0, INT32_MAX, &v))
+				return -1;
+			o->net_tap_fd = v;
+			break;
+		case OPT_NETMAC: o->net_mac = optarg; break;
 		case OPT_CONSOLE: o->console_log = optarg; break;
 		case OPT_TIMEOUT:
 			if (num_opt("timeout", optarg, 1, 7 * 24 * 3600,
@@ -217,6 +235,14 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		pr_err("--verify-memory needs --restore");
 		return -1;
 	}
+	if (o->net_mac && o->net_tap_fd < 0) {
+		pr_err("--net-mac needs --net-tap-fd");
+		return -1;
+	}
+	if (o->net_mac && o->restore) {
+		pr_err("--net-mac: a restored guest keeps the snapshot's MAC");
+		return -1;
+	}
 	if (o->no_cube && !o->restore) {
 		pr_err("--no-cube needs --restore");
 		return -1;
@@ -250,7 +276,29 @@ static void *map_file(const char *path, size_t *len, const char *what)
 	return p;
 }
 
-static int create_devices(struct vmm *m, const char *rootfs)
+static int create_net(struct vmm *m, const uint8_t mac[6])
+{
+	struct vm *vm = &m->vm;
+	const char *err = NULL;
+	int fd = m->o.net_tap_fd;
+
+	if (net_tap_setup(fd, &err)) {
+		pr_err("--net-tap-fd %d: %s", fd, err);
+		return -1;
+	}
+	m->o.net_tap_fd = -1;	/* the device owns it now */
+	vm->devs[VM_DEV_NET] = virtio_net_create(vm, VM_MMIO_BASE +
+			VM_DEV_NET * VM_MMIO_STRIDE,
+			VM_VIRTIO_IRQ_BASE + VM_DEV_NET, fd, mac, &err);
+	if (!vm->devs[VM_DEV_NET]) {
+		pr_err("virtio-net: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int create_devices(struct vmm *m, const char *rootfs,
+			  const uint8_t *mac)
 {
 	struct vm *vm = &m->vm;
 	const char *err = NULL;
@@ -279,6 +327,8 @@ static int create_devices(struct vmm *m, const char *rootfs)
 			return -1;
 		}
 	}
+	if (mac && create_net(m, mac))
+		return -1;
 	return 0;
 }
 
@@ -472,6 +522,14 @@ static int setup_restore(struct vmm *m, struct snap_restore *r)
 		return -1;
 	}
 	m->o.rootfs = (r->cfg.flags & SNAP_CFG_BLK) ? rootfs : NULL;
+	if ((r->cfg.flags & SNAP_CFG_NET) && m->o.net_tap_fd < 0) {
+		pr_err("the snapshot has a network device: give --net-tap-fd");
+		return -1;
+	}
+	if (!(r->cfg.flags & SNAP_CFG_NET) && m->o.net_tap_fd >= 0) {
+		pr_err("the snapshot has no network device: drop --net-tap-fd");
+		return -1;
+	}
 	return 0;
 }
 
@@ -517,11 +575,19 @@ static int run(struct vmm *m)
 	struct epoll_event ev = { .events = EPOLLIN };
 	int sig_fd = -1, timer_fd = -1, ret = EXIT_ERROR, i, mem_fd = -1;
 	bool mem_shared = false;
+	uint8_t mac[6] = CUBE_NET_GUEST_MAC_BYTES;
 	sigset_t sigs;
 	char err[256];
 
 	if (m->o.restore && setup_restore(m, &r))
 		goto out;
+	if (m->o.restore)
+		memcpy(mac, r.net.mac, sizeof(mac));
+	else if (m->o.net_mac && net_parse_mac(m->o.net_mac, mac)) {
+		pr_err("--net-mac: '%s' is not a unicast MAC address (xx:xx:xx:xx:xx:xx)",
+		       m->o.net_mac);
+		goto out;
+	}
 	if (m->o.console_log) {
 		m->console_fd = open(m->o.console_log, O_WRONLY | O_CREAT |
 				     O_APPEND | O_CLOEXEC, 0644);
@@ -553,7 +619,7 @@ static int run(struct vmm *m)
 		goto out;
 	vm->serial = &m->serial;
 	serial_init(&m->serial, vm, m->console_fd);
-	if (create_devices(m, m->o.rootfs))
+	if (create_devices(m, m->o.rootfs, m->o.net_tap_fd >= 0 ? mac : NULL))
 		goto out;
 	if (!m->o.restore) {
 		m->cfg.mem_size = vm->mem.size;
@@ -565,6 +631,8 @@ static int run(struct vmm *m)
 			snprintf(m->cfg.rootfs, sizeof(m->cfg.rootfs), "%s",
 				 m->o.rootfs);
 		}
+		if (vm->devs[VM_DEV_NET])
+			m->cfg.flags |= SNAP_CFG_NET;
 		if (boot_kernel(m))
 			goto out;
 	} else {
@@ -614,7 +682,9 @@ static int run(struct vmm *m)
 			goto out;
 		}
 	}
-	if (vsock_start(vm->devs[VM_DEV_VSOCK]) || vm_start_vcpus(vm)) {
+	if (vsock_start(vm->devs[VM_DEV_VSOCK]) ||
+	    (vm->devs[VM_DEV_NET] && virtio_net_start(vm->devs[VM_DEV_NET])) ||
+	    vm_start_vcpus(vm)) {
 		pr_err("cannot start threads");
 		goto out;
 	}
@@ -667,6 +737,7 @@ out:
 	vsock_destroy(vm->devs[VM_DEV_VSOCK]);
 	virtio_rng_destroy(vm->devs[VM_DEV_RNG]);
 	virtio_blk_destroy(vm->devs[VM_DEV_BLK]);
+	virtio_net_destroy(vm->devs[VM_DEV_NET]);
 	for (i = 0; i < VM_MAX_DEVS; i++)
 		vm->devs[i] = NULL;
 	if (vm->serial)

@@ -179,6 +179,12 @@ static void save_devs(struct vm *vm, struct snap_buf *b)
 			 offsetof(struct vsock_state, conns) +
 			 vs.nr_conns * sizeof(vs.conns[0]));
 	}
+	if (vm->devs[VM_DEV_NET]) {
+		struct virtio_net_state ns;
+
+		virtio_net_save(vm->devs[VM_DEV_NET], &ns);
+		snap_add(b, SNAP_SEC_NET, 0, &ns, sizeof(ns));
+	}
 }
 
 /* Guest memory to dir/memory, zero pages left as holes; returns crc. */
@@ -379,6 +385,17 @@ int snapshot_open(struct snap_restore *r, const char *dir, bool verify_mem,
 		goto fail;
 	memcpy(&r->cfg, s->data, sizeof(r->cfg));
 	r->cfg.rootfs[sizeof(r->cfg.rootfs) - 1] = 0;
+	if (r->cfg.flags & ~SNAP_CFG_ALL) {
+		snap_err(err, errlen, ret, "state: unknown device flags %#x",
+			 r->cfg.flags & ~SNAP_CFG_ALL);
+		goto fail;
+	}
+	if (r->cfg.flags & SNAP_CFG_NET) {
+		s = need(&r->img, SNAP_SEC_NET, 0, sizeof(r->net), err, errlen);
+		if (!s)
+			goto fail;
+		memcpy(&r->net, s->data, sizeof(r->net));
+	}
 	if (r->cfg.mem_size != r->img.hdr.mem_size ||
 	    r->cfg.nr_vcpus != r->img.hdr.nr_vcpus ||
 	    r->cfg.mem_size < VM_MEM_MIN || r->cfg.mem_size > VM_MEM_MAX ||
@@ -594,6 +611,16 @@ static int load_devs(struct vm *vm, struct snap_restore *r, char *err,
 		pthread_mutex_unlock(&t->lock);
 		if (ret)
 			return snap_err(err, errlen, ret, "vsock state");
+	}
+	if (vm->devs[VM_DEV_NET]) {
+		struct virtio_mmio *t = vm->devs[VM_DEV_NET];
+		int ret;
+
+		pthread_mutex_lock(&t->lock);
+		ret = virtio_net_load(t, &r->net);
+		pthread_mutex_unlock(&t->lock);
+		if (ret)
+			return snap_err(err, errlen, ret, "virtio-net state");
 	}
 	return 0;
 }

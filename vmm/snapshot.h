@@ -13,10 +13,13 @@
 #include <stdint.h>
 
 #include "snapfile.h"
+#include "virtio_net.h"
 
 struct vm;
 
 #define SNAP_CFG_BLK		(1U << 0)
+#define SNAP_CFG_NET		(1U << 1)	/* virtio-net: a NET section */
+#define SNAP_CFG_ALL		(SNAP_CFG_BLK | SNAP_CFG_NET)
 
 /* The VM's shape: what a restore must rebuild before loading state. */
 struct snap_config {
@@ -33,6 +36,7 @@ struct snap_restore {
 	void *file;			/* the state file's bytes */
 	size_t file_len;
 	struct snap_config cfg;
+	struct virtio_net_state net;	/* with SNAP_CFG_NET */
 	int mem_fd;
 };
 

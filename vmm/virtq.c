@@ -175,3 +175,23 @@ size_t buf_to_iov(const struct iovec *iov, unsigned int n, size_t skip,
 	}
 	return done;
 }
+
+unsigned int iov_skip(const struct iovec *iov, unsigned int n, size_t skip,
+		      struct iovec *out)
+{
+	unsigned int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		size_t l = iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		out[k].iov_base = (char *)iov[i].iov_base + skip;
+		out[k].iov_len = l - skip;
+		skip = 0;
+		k++;
+	}
+	return k;
+}

@@ -69,5 +69,11 @@ size_t iov_to_buf(const struct iovec *iov, unsigned int n, size_t skip,
 		  void *buf, size_t len);
 size_t buf_to_iov(const struct iovec *iov, unsigned int n, size_t skip,
 		  const void *buf, size_t len);
+/*
+ * The iovec range from byte skip on, into out (room for n entries); returns
+ * how many entries it has.  The buffers are not copied.
+ */
+unsigned int iov_skip(const struct iovec *iov, unsigned int n, size_t skip,
+		      struct iovec *out);
 
 #endif /* CUBE_VMM_VIRTQ_H */

@@ -33,6 +33,7 @@ enum vm_dev_slot {
 	VM_DEV_VSOCK,
 	VM_DEV_RNG,
 	VM_DEV_BLK,
+	VM_DEV_NET,
 };
 
 /* Why the VM stopped (also the process exit status, see main.c). */
