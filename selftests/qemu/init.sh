@@ -41,6 +41,8 @@ post() { say "not ok - post: $*"; post_fail=$((post_fail + 1)); }
 
 # The kernel log is checked from here on (boot-time notices are not ours).
 echo "cube-vmtest: start" > /dev/kmsg
+# Modules the kernel asks for (veth, tun, nf_tables, ...) come from busybox.
+echo /bin/modprobe > /proc/sys/kernel/modprobe
 modprobe kvm_amd || post "cannot load kvm_amd"
 [ -c /dev/kvm ] || post "no /dev/kvm"
 
