@@ -282,10 +282,6 @@ static int create_net(struct vmm *m, const uint8_t mac[6])
 	const char *err = NULL;
 	int fd = m->o.net_tap_fd;
 
-	if (net_tap_setup(fd, &err)) {
-		pr_err("--net-tap-fd %d: %s", fd, err);
-		return -1;
-	}
 	m->o.net_tap_fd = -1;	/* the device owns it now */
 	vm->devs[VM_DEV_NET] = virtio_net_create(vm, VM_MMIO_BASE +
 			VM_DEV_NET * VM_MMIO_STRIDE,
@@ -587,6 +583,14 @@ static int run(struct vmm *m)
 		pr_err("--net-mac: '%s' is not a unicast MAC address (xx:xx:xx:xx:xx:xx)",
 		       m->o.net_mac);
 		goto out;
+	}
+	if (m->o.net_tap_fd >= 0) {
+		const char *terr = NULL;
+
+		if (net_tap_setup(m->o.net_tap_fd, &terr)) {
+			pr_err("--net-tap-fd %d: %s", m->o.net_tap_fd, terr);
+			goto out;
+		}
 	}
 	if (m->o.console_log) {
 		m->console_fd = open(m->o.console_log, O_WRONLY | O_CREAT |

@@ -34,7 +34,7 @@ done
 # virtio-mmio devices come from the ACPI DSDT once virtio_mmio is loaded.
 for m in virtio_ring virtio virtio_mmio vsock \
 	vmw_vsock_virtio_transport_common vmw_vsock_virtio_transport \
-	virtio_blk virtio-rng; do
+	virtio_blk virtio-rng failover net_failover virtio_net; do
 	# evil-virtq drives the devices itself through /dev/mem.
 	[ "$mode" = evil ] && [ "$m" = virtio_mmio ] && break
 	[ -e /lib/modules/$m.ko ] || continue	# built in
@@ -75,6 +75,26 @@ vsock)
 evil)
 	run_say /bin/evil-virtq
 	off
+	;;
+net)
+	# The sandbox network (lib/cube_net_addr.h), set up as the agent does.
+	ip link set lo up
+	if ip link set eth0 up && ip addr add 169.254.0.21/30 dev eth0 &&
+	   ip route add default via 169.254.0.22; then
+		say "CUBE-L2-NET-UP $(cat /sys/class/net/eth0/address)"
+	else
+		say "CUBE-L2-NET-CONFIG-FAILED"
+	fi
+	if ping -c 1 -W 20 169.254.0.22 > /dev/null 2>&1; then
+		say "CUBE-L2-NET-PING-OK"
+	else
+		say "CUBE-L2-NET-PING-FAILED"
+	fi
+	run_say /bin/net-echo 7 169.254.0.22 9999 5001
+	;;
+netdevs)
+	say "CUBE-L2-NETDEVS $(ls /sys/class/net | tr '\n' ' ')"
+	while :; do sleep 5; done
 	;;
 reboot)
 	say "CUBE-L2-REBOOT"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # mkl2.sh OUT KVER INIT PROGS...: the initramfs of the L2 test guest:
-# busybox, INIT as /init, the virtio/vsock modules of KVER flattened into
+# busybox, INIT as /init, the virtio/vsock/net modules of KVER flattened into
 # /lib/modules, and the static PROGS in /bin.
 set -eu
 out=$1 kver=$2 init=$3
@@ -27,7 +27,8 @@ for m in drivers/virtio/virtio_ring drivers/virtio/virtio \
 	drivers/virtio/virtio_mmio net/vmw_vsock/vsock \
 	net/vmw_vsock/vmw_vsock_virtio_transport_common \
 	net/vmw_vsock/vmw_vsock_virtio_transport drivers/block/virtio_blk \
-	drivers/char/hw_random/virtio-rng; do
+	drivers/char/hw_random/virtio-rng net/core/failover \
+	drivers/net/net_failover drivers/net/virtio_net; do
 	# built into this kernel (6.12 has virtio and virtio_ring built in)
 	grep -qx "kernel/$m.ko" "/lib/modules/$kver/modules.builtin" && continue
 	f=$(ls "$moddir/$m.ko"* 2>/dev/null | head -n 1)
