@@ -18,6 +18,7 @@
 #include <linux/magic.h>
 #include <linux/pid.h>
 #include <linux/poll.h>
+#include <linux/proc_fs.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
@@ -755,14 +756,38 @@ static long cube_pool_take_ioctl(void __user *argp)
 	return copy_to_user(argp, &a, sizeof(a)) ? -EFAULT : 0;
 }
 
+/* %CUBE_IOC_SANDBOX_NETNS_OPEN: a new fd of a sandbox's netns. */
+static long cube_sandbox_netns_open(void __user *argp)
+{
+	struct cube_sandbox_ref a;
+	struct cube_sandbox *sb;
+	long ret = -ENOENT;
+
+	if (copy_from_user(&a, argp, sizeof(a)))
+		return -EFAULT;
+	if (a.flags || a.reserved)
+		return -EINVAL;
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	sb = cube_sandbox_get_by_id(a.id);
+	if (!sb)
+		return -ENOENT;
+	mutex_lock(&sb->lock);
+	if (sb->net && !sb->dead)
+		ret = open_related_ns(&sb->net->ns, get_net_ns);
+	mutex_unlock(&sb->lock);
+	cube_sandbox_put(sb);
+	return ret;
+}
+
 /**
  * cube_sandbox_dev_ioctl() - /dev/cube ioctls 0x10-0x2f
  * @file: the /dev/cube file
  * @cmd: the ioctl command
  * @arg: its argument
  *
- * Return: a new sandbox fd for %CUBE_IOC_SANDBOX_CREATE, 0 or a negative
- * errno otherwise.
+ * Return: a new sandbox fd for %CUBE_IOC_SANDBOX_CREATE, a netns fd for
+ * %CUBE_IOC_SANDBOX_NETNS_OPEN, 0 or a negative errno otherwise.
  */
 long cube_sandbox_dev_ioctl(struct file *file, unsigned int cmd,
 			    unsigned long arg)
@@ -774,6 +799,8 @@ long cube_sandbox_dev_ioctl(struct file *file, unsigned int cmd,
 		return cube_sandbox_create(argp);
 	case CUBE_IOC_POOL_TAKE:
 		return cube_pool_take_ioctl(argp);
+	case CUBE_IOC_SANDBOX_NETNS_OPEN:
+		return cube_sandbox_netns_open(argp);
 	default:
 		return -ENOTTY;
 	}

@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "cube_test.h"
 #include "cube_nl.h"
@@ -453,6 +455,57 @@ TEST_F(sb, netns)
 	EXPECT_EQ(info.netns_cookie, cookie);
 	close(ns);
 	close(ns2);
+}
+
+static int netns_open(int dev, uint64_t id, uint32_t flags)
+{
+	struct cube_sandbox_ref r = { .id = id, .flags = flags };
+
+	return ioctl(dev, CUBE_IOC_SANDBOX_NETNS_OPEN, &r);
+}
+
+TEST_F(sb, netns_open)
+{
+	struct stat a, b;
+	int ns = sb_new_netns(), got, status;
+	pid_t pid;
+
+	ASSERT_GE(ns, 0);
+	/* no namespace yet */
+	EXPECT_ERRNO(netns_open(self->dev, self->id, 0), ENOENT);
+	ASSERT_OK(sb_fd_ioctl(self->fd, CUBE_IOC_SANDBOX_SET_NETNS, ns));
+	EXPECT_ERRNO(netns_open(self->dev, self->id, 1), EINVAL);
+	EXPECT_ERRNO(netns_open(self->dev, self->id + 1000000, 0), ENOENT);
+
+	/* the very namespace the sandbox holds, close-on-exec */
+	got = netns_open(self->dev, self->id, 0);
+	ASSERT_GE(got, 0);
+	ASSERT_OK(fstat(ns, &a));
+	ASSERT_OK(fstat(got, &b));
+	EXPECT_EQ(a.st_ino, b.st_ino);
+	EXPECT_EQ(a.st_dev, b.st_dev);
+	EXPECT_TRUE(fcntl(got, F_GETFD) & FD_CLOEXEC);
+	EXPECT_EQ(sb_netns_cookie(got), sb_netns_cookie(ns));
+	close(got);
+
+	/* not for a user without CAP_NET_ADMIN */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		_exit(netns_open(self->dev, self->id, 0) < 0 &&
+		      errno == EPERM ? 0 : 11);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* gone with the sandbox */
+	close(self->fd);
+	self->fd = -1;
+	EXPECT_ERRNO(netns_open(self->dev, self->id, 0), ENOENT);
+	close(ns);
 }
 
 TEST_F(sb, bpf_links)

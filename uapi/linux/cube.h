@@ -252,9 +252,28 @@ struct cube_pool_arg {
 	__u32 reserved2;
 };
 
+/**
+ * struct cube_sandbox_ref - a sandbox, by id
+ * @id: the sandbox's id
+ * @flags: zero
+ * @reserved: zero
+ *
+ * %CUBE_IOC_SANDBOX_NETNS_OPEN returns a new close-on-exec fd of the
+ * sandbox's network namespace (as set with %CUBE_IOC_SANDBOX_SET_NETNS),
+ * for setns() or a socket made in it: how a host service (cubed's port
+ * proxy) reaches a sandbox's guest.  It needs %CAP_NET_ADMIN (%EPERM);
+ * %ENOENT when no live sandbox has @id or it has no namespace.
+ */
+struct cube_sandbox_ref {
+	__u64 id;
+	__u32 flags;
+	__u32 reserved;
+};
+
 /* on /dev/cube */
 #define CUBE_IOC_SANDBOX_CREATE	_IOWR(CUBE_IOCTL_MAGIC, 0x10, struct cube_sandbox_create)
 #define CUBE_IOC_POOL_TAKE	_IOWR(CUBE_IOCTL_MAGIC, 0x11, struct cube_pool_arg)
+#define CUBE_IOC_SANDBOX_NETNS_OPEN	_IOW(CUBE_IOCTL_MAGIC, 0x12, struct cube_sandbox_ref)
 /* on a sandbox fd */
 #define CUBE_IOC_SANDBOX_BIND_VM	_IOW(CUBE_IOCTL_MAGIC, 0x18, struct cube_fd_arg)
 #define CUBE_IOC_SANDBOX_SET_NETNS	_IOW(CUBE_IOCTL_MAGIC, 0x19, struct cube_fd_arg)
