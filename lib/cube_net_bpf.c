@@ -289,7 +289,7 @@ int cube_net_set_policy(struct cube_net_handle *h,
 	if (inner < 0)
 		return inner;
 	/* the swap: one update of the outer map's one slot */
-	ret = bpf_map_update_elem(h->outer_fd, &zero, &inner, BPF_EXIST) ? -errno : 0;
+	ret = bpf_map_update_elem(h->outer_fd, &zero, &inner, BPF_ANY) ? -errno : 0;
 	close(inner);
 	if (ret)
 		return cube_net_err(err, ret, "cannot replace the policy: %s", strerror(-ret));

@@ -240,6 +240,7 @@ int cube_net_policy_parse_text(const char *text, const char *name,
 		size_t n = nl ? (size_t)(nl - line) : strlen(line);
 		char buf[256], *w[3], *save, *c;
 		struct cube_net_rule r;
+		uint8_t action;
 		int nw = 0;
 
 		lineno++;
@@ -268,15 +269,16 @@ int cube_net_policy_parse_text(const char *text, const char *name,
 			goto out;
 		}
 		if (!strcmp(w[0], "allow")) {
-			r.action = CUBE_NET_ALLOW;
+			action = CUBE_NET_ALLOW;
 		} else if (!strcmp(w[0], "deny")) {
-			r.action = CUBE_NET_DENY_RULE;
+			action = CUBE_NET_DENY_RULE;
 		} else {
 			ret = cube_net_err(err, -EINVAL, "%s:%u: unknown action '%s' (allow or deny)",
 					   name, lineno, w[0]);
 			goto out;
 		}
 		ret = cube_net_parse_cidr(w[1], &r, e);
+		r.action = action;
 		if (!ret && r.action == CUBE_NET_ALLOW) {
 			/* accepted but never reachable: say so now */
 			unsigned int i;
