@@ -11,6 +11,14 @@
  * then the run directory goes and the shim exits, which closes the fd and
  * frees the module's sandbox.  If the shim itself is killed, the VMM dies
  * with it (PR_SET_PDEATHSIG), so nothing outlives it.
+ *
+ * Networking (--net-policy, for templates with a network device): before
+ * the VMM starts, the shim makes the sandbox's network namespace, tap and
+ * egress policy (lib/cube_net.c), hands the namespace and the BPF links to
+ * the module, which from then on owns their lifetime, and the tap fd to
+ * cube-vmm (--net-tap-fd).  The VMM itself gets no network capability.
+ * Policy "none" on such a template gives the device a tap alone in an empty
+ * namespace: frames the guest sends go nowhere and nothing arrives.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <net/if.h>
+#include <linux/if_tun.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -36,6 +48,7 @@
 #include <linux/cube.h>
 
 #include "agent_client.h"
+#include "cube_net.h"
 #include "cube_runtime.h"
 
 struct shim {
@@ -46,6 +59,9 @@ struct shim {
 	struct cube_sandbox_label labels[CUBE_LABELS_MAX];
 	unsigned int nlabels;
 	int report_fd;
+	bool has_net;			/* --net-policy given */
+	struct cube_net_policy policy;
+	struct cube_net net;
 	char **vmm_argv;
 	int vmm_argc;
 
@@ -99,6 +115,7 @@ static int parse_args(struct shim *s, int argc, char **argv)
 		{ "own-snapshot", required_argument, NULL, 'o' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "report-fd", required_argument, NULL, 'r' },
+		{ "net-policy", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end, *eq;
@@ -152,6 +169,14 @@ static int parse_args(struct shim *s, int argc, char **argv)
 			if (*end || s->report_fd < 0)
 				return -EINVAL;
 			break;
+		case 'n': {
+			char err[CUBE_NET_ERR_MAX];
+
+			if (cube_net_policy_decode(optarg, &s->policy, err))
+				return -EINVAL;
+			s->has_net = true;
+			break;
+		}
 		default:
 			return -EINVAL;
 		}
@@ -207,6 +232,106 @@ static int register_sandbox(struct shim *s)
 	return 0;
 }
 
+/*
+ * Policy "none" on a template with a device: tap0 alone, down, in a new
+ * namespace of its own.  Made in a thread so the shim's namespace never
+ * changes.
+ */
+struct bare_tap {
+	int netns_fd, tap_fd, err;
+};
+
+static void *bare_tap_thread(void *arg)
+{
+	struct bare_tap *b = arg;
+	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
+
+	if (unshare(CLONE_NEWNET)) {
+		b->err = -errno;
+		return NULL;
+	}
+	b->netns_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	b->tap_fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "tap0");
+	if (b->netns_fd < 0 || b->tap_fd < 0 ||
+	    ioctl(b->tap_fd, TUNSETIFF, &ifr))
+		b->err = -errno;
+	return NULL;
+}
+
+static int bare_tap(struct cube_net *n, char *err)
+{
+	struct bare_tap b = { .netns_fd = -1, .tap_fd = -1 };
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, bare_tap_thread, &b))
+		return -EAGAIN;
+	pthread_join(t, NULL);
+	if (b.err) {
+		snprintf(err, CUBE_NET_ERR_MAX, "cannot make a tap: %s",
+			 strerror(-b.err));
+		if (b.netns_fd >= 0)
+			close(b.netns_fd);
+		if (b.tap_fd >= 0)
+			close(b.tap_fd);
+		return b.err;
+	}
+	n->netns_fd = b.netns_fd;
+	n->tap_fd = b.tap_fd;
+	return 0;
+}
+
+/* The sandbox's network, handed to the module (which owns it from then). */
+static int setup_net(struct shim *s)
+{
+	struct cube_net_config cfg = {
+		.sandbox_id = s->id, .policy = &s->policy,
+	};
+	char err[CUBE_NET_ERR_MAX] = "";
+	struct cube_fd_arg a = { 0 };
+	unsigned int i;
+	int ret;
+
+	if (!s->has_net)
+		return 0;
+	if (s->policy.mode == CUBE_NET_NONE)
+		ret = bare_tap(&s->net, err);
+	else
+		ret = cube_net_create(&cfg, &s->net, err);
+	if (ret) {
+		report(s, -ret, "cannot set up the sandbox's network: %s",
+		       err[0] ? err : strerror(-ret));
+		return ret;
+	}
+	a.fd = s->net.netns_fd;
+	if (ioctl(s->sbfd, CUBE_IOC_SANDBOX_SET_NETNS, &a)) {
+		ret = -errno;
+		goto fail;
+	}
+	for (i = 0; i < s->net.nlinks; i++) {
+		a.fd = s->net.link_fds[i];
+		if (ioctl(s->sbfd, CUBE_IOC_SANDBOX_ADD_BPF_LINK, &a)) {
+			ret = -errno;
+			goto fail;
+		}
+	}
+	/* The module holds the namespace and the links now; the VMM gets
+	 * the tap.
+	 */
+	close(s->net.netns_fd);
+	s->net.netns_fd = -1;
+	for (i = 0; i < s->net.nlinks; i++) {
+		close(s->net.link_fds[i]);
+		s->net.link_fds[i] = -1;
+	}
+	s->net.nlinks = 0;
+	return 0;
+fail:
+	report(s, -ret, "cannot hand the sandbox's network to cube.ko: %s",
+	       strerror(-ret));
+	return ret;
+}
+
 static int make_dir(struct shim *s)
 {
 	char parent[PATH_MAX];
@@ -247,7 +372,7 @@ static void remove_dir(struct shim *s)
 static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
-	char name[32];
+	char name[32], tapfd[16];
 	char **argv;
 	int i, n = 0;
 
@@ -255,7 +380,7 @@ static int start_vmm(struct shim *s)
 	snprintf(control, sizeof(control), "%s/control", s->dir);
 	snprintf(console, sizeof(console), "%s/console.log", s->dir);
 	snprintf(name, sizeof(name), "cube-%llu", (unsigned long long)s->id);
-	argv = calloc(s->vmm_argc + 12, sizeof(*argv));
+	argv = calloc(s->vmm_argc + 14, sizeof(*argv));
 	if (!argv)
 		return -ENOMEM;
 	for (i = 0; i < s->vmm_argc; i++)
@@ -268,6 +393,11 @@ static int start_vmm(struct shim *s)
 	argv[n++] = console;
 	argv[n++] = "--id";
 	argv[n++] = name;
+	if (s->net.tap_fd >= 0) {
+		snprintf(tapfd, sizeof(tapfd), "%d", s->net.tap_fd);
+		argv[n++] = "--net-tap-fd";
+		argv[n++] = tapfd;
+	}
 	argv[n] = NULL;
 
 	s->vmm = fork();
@@ -290,6 +420,9 @@ static int start_vmm(struct shim *s)
 		}
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* the one fd the VMM inherits besides stdio */
+		if (s->net.tap_fd >= 0 && fcntl(s->net.tap_fd, F_SETFD, 0))
+			_exit(127);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(127);
@@ -297,6 +430,10 @@ static int start_vmm(struct shim *s)
 		_exit(127);
 	}
 	free(argv);
+	if (s->net.tap_fd >= 0) {
+		close(s->net.tap_fd);	/* the VMM's now */
+		s->net.tap_fd = -1;
+	}
 	return 0;
 }
 
@@ -456,6 +593,7 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 int main(int argc, char **argv)
 {
 	struct shim s = { .report_fd = -1, .sbfd = -1,
+			  .net = { .netns_fd = -1, .tap_fd = -1 },
 			  .vcpus = CUBE_VCPUS_DEFAULT,
 			  .memory_mb = CUBE_MEMORY_DEFAULT,
 			  .boot_timeout = CUBE_BOOT_TIMEOUT };
@@ -463,6 +601,8 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int sfd, ret;
 
+	for (unsigned int i = 0; i < CUBE_NET_LINKS_MAX; i++)
+		s.net.link_fds[i] = -1;
 	if (parse_args(&s, argc, argv)) {
 		fprintf(stderr, "cube-shim: internal helper of cubectl and cubed; bad arguments\n");
 		return 2;
@@ -479,7 +619,7 @@ int main(int argc, char **argv)
 		report(&s, errno, "signalfd: %s", strerror(errno));
 		return 1;
 	}
-	if (register_sandbox(&s) || make_dir(&s))
+	if (register_sandbox(&s) || make_dir(&s) || setup_net(&s))
 		goto out;
 	if (start_vmm(&s))
 		goto out;
@@ -518,6 +658,7 @@ out:
 		set_state(&s, CUBE_SANDBOX_EXITED, reason);
 		close(s.sbfd);
 	}
+	cube_net_close(&s.net);
 	remove_dir(&s);
 	/* a fork's snapshot lives as long as the fork */
 	if (s.own_snapshot)
