@@ -101,6 +101,12 @@ int user_lookup(const struct agent_config *cfg, const char *name,
 /* init.c: PID 1 setup in the guest */
 int init_guest(struct agent_config *cfg);
 
+/* net.c: the sandbox network (lib/cube_net_addr.h) */
+int net_find_nic(char *name);
+int net_setup(char *ifname, const char **what);
+int net_write_resolv(const char *root);
+int net_write_hosts(const char *root);
+
 /* modules.c */
 int modules_load(const char *cmdline);
 int modules_order(char *text, const char **order, size_t max);

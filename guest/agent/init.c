@@ -2,8 +2,11 @@
 /*
  * init.c: the guest side of the agent as PID 1.  Mounts the kernel
  * filesystems, loads the modules the Debian cloud kernel needs from the
- * initramfs, mounts the read-only root image with an overlay over a tmpfs
- * writable layer, and makes the merged tree the root.
+ * initramfs, configures the sandbox network when there is a network card
+ * (net.c), mounts the read-only root image with an overlay over a tmpfs
+ * writable layer, makes the merged tree the root and names the sandbox's
+ * resolver in its /etc/resolv.conf (and localhost in /etc/hosts if the
+ * image has none).
  *
  * Kernel command line (all optional):
  *   cube.root=/dev/vda        the root image's block device
@@ -155,9 +158,10 @@ static int switch_root(void)
  */
 int init_guest(struct agent_config *cfg)
 {
-	char cmdline[4096] = "", dev[256], fstype[32];
+	char cmdline[4096] = "", dev[256], fstype[32], ifname[IFNAMSIZ];
+	const char *what = NULL;
 	ssize_t n;
-	int fd, err;
+	int fd, err, net;
 
 	mount_at("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	mount_at("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
@@ -183,6 +187,9 @@ int init_guest(struct agent_config *cfg)
 	if (err)
 		agent_log("loading modules: %s", strerror(-err));
 	loopback_up();
+	net = net_setup(ifname, &what);
+	if (net < 0)
+		agent_log("network %s: %s: %s", ifname, what, strerror(-net));
 	cfg->root = "/";
 	cfg->state = "/run/cube";
 	cmdline_value(cmdline, "cube.root", dev, sizeof(dev), "/dev/vda");
@@ -197,6 +204,14 @@ int init_guest(struct agent_config *cfg)
 		return err;
 	}
 	mkdir("/run/cube", 0755);
+	if (net > 0) {
+		err = net_write_resolv("/");
+		if (err)
+			agent_log("writing /etc/resolv.conf: %s", strerror(-err));
+		err = net_write_hosts("/");
+		if (err)
+			agent_log("writing /etc/hosts: %s", strerror(-err));
+	}
 	cfg->ready = true;
 	return 0;
 }
