@@ -77,14 +77,19 @@ evil)
 	off
 	;;
 net)
-	# The sandbox network (lib/cube_net_addr.h), set up as the agent does.
+	# The sandbox network (lib/cube_net_addr.h), by the agent's own code;
+	# its resolv.conf replaces a symbolic link, never follows it.
 	ip link set lo up
-	if ip link set eth0 up && ip addr add 169.254.0.21/30 dev eth0 &&
-	   ip route add default via 169.254.0.22; then
-		say "CUBE-L2-NET-UP $(cat /sys/class/net/eth0/address)"
-	else
-		say "CUBE-L2-NET-CONFIG-FAILED"
-	fi
+	mkdir -p /tmp/root/etc
+	ln -s /tmp/nowhere /tmp/root/etc/resolv.conf
+	run_say /bin/agent-net /tmp/root
+	[ -L /tmp/root/etc/resolv.conf ] && say "CUBE-L2-RESOLV-STILL-A-LINK"
+	say "CUBE-L2-RESOLV $(grep nameserver /tmp/root/etc/resolv.conf)"
+	say "CUBE-L2-HOSTS $(grep -c localhost /tmp/root/etc/hosts)"
+	say "CUBE-L2-NET-UP $(cat /sys/class/net/eth0/address)" \
+		"$(ip -4 addr show dev eth0 | grep -o 'inet [0-9./]*')" \
+		"$(ip route | grep ^default)" \
+		"mtu $(cat /sys/class/net/eth0/mtu)"
 	if ping -c 1 -W 20 169.254.0.22 > /dev/null 2>&1; then
 		say "CUBE-L2-NET-PING-OK"
 	else
@@ -93,6 +98,7 @@ net)
 	run_say /bin/net-echo 7 169.254.0.22 9999 5001
 	;;
 netdevs)
+	run_say /bin/agent-net
 	say "CUBE-L2-NETDEVS $(ls /sys/class/net | tr '\n' ' ')"
 	while :; do sleep 5; done
 	;;

@@ -3,7 +3,8 @@
  * cube-vmm's virtio-net with a real tap.  Each test makes its own network
  * namespace in L1 with a tap set up as the host side of a sandbox is
  * (lib/cube_net_addr.h: 169.254.0.22/30, the fixed gateway MAC), boots the
- * L2 guest with --net-tap-fd and shows frames both ways: the guest pings
+ * L2 guest with --net-tap-fd, where the guest agent's network code
+ * (agent-net) configures eth0, and shows frames both ways: the guest pings
  * the gateway, echoes UDP datagrams of every size up to and beyond one
  * frame, sends its own beacons, takes a TCP bulk transfer.  A snapshot
  * restored onto a new tap in a new namespace works with no guest
@@ -193,6 +194,40 @@ static void wait_console(struct vmm_run *r, const char *needle)
 	}
 }
 
+/* The first console line holding needle, for strstr checks ("" if none). */
+static char *console_line(struct vmm_run *r, const char *needle)
+{
+	static char line[512];
+	char *s = slurp(r->log), *p = strstr(s, needle);
+
+	line[0] = 0;
+	if (p)
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\r\n"), p);
+	free(s);
+	return line;
+}
+
+/* The agent's network code set the guest up (l2-init.sh, mode net). */
+static void check_guest_config(struct vmm_run *r, const char *mac)
+{
+	char *l;
+
+	EXPECT_TRUE(file_has(r->log, "CUBE-L2-AGENT-NET 1 eth0"));
+	EXPECT_TRUE(file_has(r->log, "CUBE-L2-AGENT-RESOLV 0"));
+	EXPECT_TRUE(file_has(r->log, "CUBE-L2-RESOLV nameserver " CUBE_NET_DNS_IP));
+	EXPECT_FALSE(file_has(r->log, "CUBE-L2-RESOLV-STILL-A-LINK"));
+	EXPECT_TRUE(file_has(r->log, "CUBE-L2-AGENT-HOSTS 0"));
+	EXPECT_TRUE(file_has(r->log, "CUBE-L2-HOSTS 2"));
+	l = console_line(r, "CUBE-L2-NET-UP ");
+	TH_LOG("%s", l);
+	EXPECT_TRUE(strstr(l, mac) != NULL);
+	EXPECT_TRUE(strstr(l, "inet " CUBE_NET_GUEST_IP "/30") != NULL);
+	EXPECT_TRUE(strstr(l, "default via " CUBE_NET_GW_IP " dev eth0") != NULL);
+	EXPECT_TRUE(strstr(l, "mtu 1500") != NULL);
+	/* The guest reached its gateway. */
+	EXPECT_TRUE(file_has(r->log, "CUBE-L2-NET-PING-OK"));
+}
+
 static void stop(struct vmm_run *r)
 {
 	char reply[128];
@@ -327,9 +362,7 @@ TEST(traffic_both_ways)
 	boot(&r, "net", "net", tap, NULL);
 	close(tap);
 	wait_console(&r, "CUBE-L2-NET-READY");
-	/* The guest saw the default MAC and reached its gateway. */
-	EXPECT_TRUE(file_has(r.log, "CUBE-L2-NET-UP " CUBE_NET_GUEST_MAC));
-	EXPECT_TRUE(file_has(r.log, "CUBE-L2-NET-PING-OK"));
+	check_guest_config(&r, CUBE_NET_GUEST_MAC);
 
 	fd = udp_socket(0);
 	ASSERT_GE(fd, 0);
@@ -366,7 +399,7 @@ TEST(snapshot_restores_onto_a_new_tap)
 	boot(&r, "netsnap", "net", tap, "06:cb:00:00:00:99");
 	close(tap);
 	wait_console(&r, "CUBE-L2-NET-READY");
-	EXPECT_TRUE(file_has(r.log, "CUBE-L2-NET-UP 06:cb:00:00:00:99"));
+	check_guest_config(&r, "06:cb:00:00:00:99");
 	fd = udp_socket(0);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(udp_echo(fd, 1000, 1, 3), 0);
@@ -422,6 +455,9 @@ TEST(no_tap_no_eth0)
 	new_netns();
 	boot(&r, "nonet", "netdevs", -1, NULL);
 	wait_console(&r, "CUBE-L2-NETDEVS");
+	/* The agent's code finds no card and does nothing. */
+	EXPECT_TRUE(file_has(r.log, "CUBE-L2-AGENT-NET 0"));
+	EXPECT_FALSE(file_has(r.log, "CUBE-L2-AGENT-NET 1"));
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-NETDEVS lo \n") ||
 		    file_has(r.log, "CUBE-L2-NETDEVS lo \r"));
 	EXPECT_FALSE(file_has(r.log, "eth0"));
