@@ -220,6 +220,12 @@ int cube_template_load(const char *name, struct cube_template *t, char *err)
 			ret = parse_uint(val, 16, &t->vcpus);
 		else if (!strcmp(line, "memory"))
 			ret = parse_uint(val, 3072, &t->memory_mb);
+		else if (!strcmp(line, "net")) {
+			unsigned int v;
+
+			ret = parse_uint(val, 1, &v);
+			t->net = v;
+		}
 		if (ret)
 			break;
 	}
@@ -254,6 +260,8 @@ int cube_template_save(const struct cube_template *t)
 	if (t->append[0])
 		fprintf(f, "append=%s\n", t->append);
 	fprintf(f, "vcpus=%u\nmemory=%u\n", t->vcpus, t->memory_mb);
+	if (t->net)
+		fprintf(f, "net=1\n");
 	if (fclose(f) || rename(tmp, path)) {
 		int ret = -errno;
 
@@ -459,8 +467,12 @@ static int read_report(int fd, int timeout_s, uint64_t *id, char *err)
 	return -EIO;
 }
 
+/* the longest encoded policy: every rule as long as a rule can be */
+#define NET_POLICY_ARG_MAX	(CUBE_NET_RULES_MAX * 72 + 64)
+
 int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 {
+	char *policy = NULL;
 	char shim[PATH_MAX], vmm[PATH_MAX], num[3][32];
 	const char *argv[64 + 2 * CUBE_LABELS_MAX];
 	char labels[CUBE_LABELS_MAX][CUBE_NAME_MAX + CUBE_LABEL_VALUE_MAX + 2];
@@ -472,6 +484,11 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 
 	if (l->nlabels > CUBE_LABELS_MAX)
 		return -E2BIG;
+	if (!l->tmpl->net && l->net && l->net->mode != CUBE_NET_NONE) {
+		set_err(err, "template '%s' has no network device (built with --net none)",
+			l->tmpl->name);
+		return -EINVAL;
+	}
 	if (cube_find_helper("cube-shim", "CUBE_SHIM", shim, sizeof(shim))) {
 		set_err(err, "cube-shim not found (set CUBE_SHIM)");
 		return -ENOENT;
@@ -504,6 +521,24 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 		argv[argc++] = "--own-snapshot";
 		argv[argc++] = l->tmpl->snapshot;
 	}
+	if (l->tmpl->net) {
+		struct cube_net_policy internet = { .mode = CUBE_NET_INTERNET };
+		int n;
+
+		policy = malloc(NET_POLICY_ARG_MAX);
+		if (!policy)
+			return -ENOMEM;
+		n = cube_net_policy_encode(l->net ? l->net : &internet, policy,
+					   NET_POLICY_ARG_MAX);
+		if (n < 0) {
+			free(policy);
+			set_err(err, "cannot pass the network policy: %s",
+				strerror(-n));
+			return n;
+		}
+		argv[argc++] = "--net-policy";
+		argv[argc++] = policy;
+	}
 	for (i = 0; i < l->nlabels; i++) {
 		snprintf(labels[i], sizeof(labels[i]), "%s=%s",
 			 l->labels[i].key, l->labels[i].value);
@@ -516,13 +551,16 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 	argv[argc++] = l->tmpl->snapshot;
 	argv[argc] = NULL;
 
-	if (pipe2(pfd, O_CLOEXEC))
+	if (pipe2(pfd, O_CLOEXEC)) {
+		free(policy);
 		return -errno;
+	}
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
 		close(pfd[0]);
 		close(pfd[1]);
+		free(policy);
 		return ret;
 	}
 	if (pid == 0) {
@@ -544,6 +582,7 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 		_exit(127);
 	}
 	close(pfd[1]);
+	free(policy);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	ret = read_report(pfd[0], timeout + 10, id, err);

@@ -12,8 +12,10 @@
  *
  * A template is a directory $CUBE_STATE_DIR/templates/<name>/ (default
  * /var/lib/cube) holding "template.conf" (key=value lines: kernel, initrd,
- * rootfs, vcpus, memory) and "snapshot/", the VMM snapshot new sandboxes
- * are restored from.
+ * rootfs, vcpus, memory, net) and "snapshot/", the VMM snapshot new
+ * sandboxes are restored from.  "net=1": the template was built with a
+ * network device, so each of its sandboxes gets a network namespace and a
+ * tap (lib/cube_net.h) and an egress policy (default "internet").
  */
 #ifndef CUBE_RUNTIME_H
 #define CUBE_RUNTIME_H
@@ -23,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/cube.h>
+
+#include "cube_net.h"
 
 #define CUBE_ERR_MAX		256
 #define CUBE_VCPUS_DEFAULT	1
@@ -52,6 +56,7 @@ struct cube_template {
 	char append[512];		/* kernel command line additions */
 	unsigned int vcpus;
 	unsigned int memory_mb;
+	bool net;			/* built with a network device */
 	char dir[PATH_MAX];		/* the template's directory */
 	char snapshot[PATH_MAX + 16];	/* its snapshot directory */
 };
@@ -93,6 +98,8 @@ struct cube_launch {
 	const char *pool;
 	unsigned int boot_timeout;
 	bool own_snapshot;
+	/* egress policy; NULL: "internet" where the template has a device */
+	const struct cube_net_policy *net;
 };
 
 /**
