@@ -77,5 +77,6 @@ int cmd_cp(struct cctx *c, int argc, char **argv);
 int cmd_events(struct cctx *c, int argc, char **argv);
 int cmd_template(struct cctx *c, int argc, char **argv);
 int cmd_pool(struct cctx *c, int argc, char **argv);
+int cmd_net(struct cctx *c, int argc, char **argv);
 
 #endif /* CUBECTL_H */
