@@ -6,8 +6,15 @@
  * for the guest agent, runs each --run command in the guest (stopping at
  * the first that fails), then snapshots the VM into the template's
  * directory.  A failed build leaves nothing behind.
+ *
+ * With a network (--net POLICY, default internet) the VM gets a virtio-net
+ * device on a tap in a network namespace of the build's own (lib/cube_net),
+ * which the guest agent configures; the snapshot keeps the device, so every
+ * sandbox of the template has one (template.conf net=1).  --net none
+ * builds a template without a device.  The namespace goes with cubectl.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -49,12 +56,13 @@ struct build {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
 	pid_t vmm;
 	unsigned int boot_timeout;
+	struct cube_net net;
 };
 
 static pid_t spawn_vmm(struct build *b)
 {
-	char vmm[PATH_MAX], mem[16], cpus[16];
-	const char *argv[32];
+	char vmm[PATH_MAX], mem[16], cpus[16], tapfd[16];
+	const char *argv[34];
 	int n = 0;
 	pid_t pid;
 
@@ -89,9 +97,17 @@ static pid_t spawn_vmm(struct build *b)
 	argv[n++] = b->control;
 	argv[n++] = "--console-log";
 	argv[n++] = b->console;
+	if (b->net.tap_fd >= 0) {
+		snprintf(tapfd, sizeof(tapfd), "%d", b->net.tap_fd);
+		argv[n++] = "--net-tap-fd";
+		argv[n++] = tapfd;
+	}
 	argv[n] = NULL;
 	pid = fork();
 	if (pid == 0) {
+		/* the tap is the one fd the VMM inherits */
+		if (b->net.tap_fd >= 0 && fcntl(b->net.tap_fd, F_SETFD, 0))
+			_exit(127);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		execv(vmm, (char **)argv);
 		_exit(127);
@@ -159,6 +175,7 @@ static void cleanup_build(struct build *b, bool failed)
 		cube_template_remove(b->t.name);
 	if (failed)
 		show_tail(b->console);
+	cube_net_close(&b->net);
 	unlink(b->vsock);
 	unlink(b->control);
 	unlink(b->console);
@@ -176,9 +193,14 @@ static int template_build(int argc, char **argv)
 		{ "memory", required_argument, NULL, 'm' },
 		{ "run", required_argument, NULL, 'R' },
 		{ "boot-timeout", required_argument, NULL, 'b' },
+		{ "net", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct build b = { .boot_timeout = CUBE_BOOT_TIMEOUT };
+	static struct cube_net_policy policy = { .mode = CUBE_NET_INTERNET };
+	struct build b = { .boot_timeout = CUBE_BOOT_TIMEOUT,
+			   .net = { .netns_fd = -1, .tap_fd = -1,
+				    .link_fds = { -1 } } };
+	char nerr[CUBE_NET_ERR_MAX];
 	const char *runs[MAX_RUN], *kernel = getenv("CUBE_KERNEL");
 	const char *initrd = getenv("CUBE_INITRD"), *rootfs = NULL;
 	unsigned long vcpus = CUBE_VCPUS_DEFAULT, mem = CUBE_MEMORY_DEFAULT, v;
@@ -216,6 +238,10 @@ static int template_build(int argc, char **argv)
 				return EX_USAGE;
 			b.boot_timeout = v;
 			break;
+		case 'n':
+			if (cube_net_policy_parse_arg(optarg, &policy, nerr))
+				return cc_err(EX_USAGE, "--net: %s", nerr);
+			break;
 		case 'R':
 			if (nrun >= MAX_RUN)
 				return cc_err(EX_USAGE, "at most %d --run", MAX_RUN);
@@ -224,7 +250,7 @@ static int template_build(int argc, char **argv)
 			runs[nrun++] = optarg;
 			break;
 		default:
-			return cc_err(EX_USAGE, "usage: %s template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--vcpus N] [--memory MIB] [--run CMD]...",
+			return cc_err(EX_USAGE, "usage: %s template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--vcpus N] [--memory MIB] [--net none|deny|internet|FILE] [--run CMD]...",
 				      cc_prog);
 		}
 	}
@@ -255,6 +281,7 @@ static int template_build(int argc, char **argv)
 		return cc_err(EX_FAIL, "cannot resolve the image paths: %s", strerror(errno));
 	b.t.vcpus = vcpus;
 	b.t.memory_mb = mem;
+	b.t.net = policy.mode != CUBE_NET_NONE;
 	snprintf(b.t.dir, sizeof(b.t.dir), "%s", old.dir);
 	snprintf(b.t.snapshot, sizeof(b.t.snapshot), "%s/snapshot", b.t.dir);
 	snprintf(b.dir, sizeof(b.dir), "%s/build-%s-%d", cube_run_dir(),
@@ -270,6 +297,20 @@ static int template_build(int argc, char **argv)
 	if (ret) {
 		cc_err(EX_FAIL, "cannot write the template: %s", strerror(-ret));
 		goto fail;
+	}
+	if (b.t.net) {
+		/* an id no module sandbox has: builds are not sandboxes */
+		struct cube_net_config cfg = {
+			.sandbox_id = (UINT64_C(1) << 62) | (uint64_t)getpid(),
+			.policy = &policy,
+		};
+
+		ret = cube_net_create(&cfg, &b.net, nerr);
+		if (ret) {
+			ret = cc_err(EX_FAIL, "cannot set up the build's network: %s (--net none builds a template without one)",
+				     nerr);
+			goto fail;
+		}
 	}
 	b.vmm = spawn_vmm(&b);
 	if (b.vmm < 0) {
