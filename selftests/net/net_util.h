@@ -27,6 +27,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +77,11 @@ static inline void nu_modprobe(void)
 		if (system(cmd)) {
 			/* built in, or not there: the tests will say */
 		}
+	}
+	/* without devtmpfs the node may be missing: misc 10, 200 */
+	if (access("/dev/net/tun", F_OK)) {
+		mkdir("/dev/net", 0755);
+		mknod("/dev/net/tun", S_IFCHR | 0666, makedev(10, 200));
 	}
 }
 
