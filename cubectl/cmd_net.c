@@ -159,7 +159,7 @@ static int net_set(struct cctx *c, const char *arg, uint64_t id,
 	/* validated before anything is touched */
 	ret = cube_net_policy_parse_arg(spec, &p, err);
 	if (ret)
-		return cc_err(ret == -ENOENT || ret == -EACCES ? EX_NOTFOUND : EX_USAGE, "%s", err);
+		return cc_err(EX_USAGE, "%s", err);
 	if (p.mode == CUBE_NET_NONE)
 		return cc_err(EX_USAGE, "a running sandbox keeps its network device: use 'deny' to cut it off");
 	ret = open_net(arg, id, &h);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cube_backend.h"
+#include "cube_net.h"
 #include "cube_runtime.h"
 #include "cubectl.h"
 #include "nl_client.h"
@@ -78,11 +79,16 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 			if (cc_parse_uint("--timeout", optarg, 1, 86400, &timeout))
 				return EX_USAGE;
 			break;
-		case 'n':
-			if (strcmp(optarg, "none"))
-				return cc_err(EX_USAGE, "invalid --net policy '%s' (supported: none)",
-					      optarg);
+		case 'n': {
+			static struct cube_net_policy np;
+			char nerr[CUBE_NET_ERR_MAX];
+			int r = cube_net_policy_parse_arg(optarg, &np, nerr);
+
+			if (r)
+				return cc_err(EX_USAGE, "invalid --net policy: %s", nerr);
+			l.net = &np;
 			break;
+		}
 		case 'l':
 			if (l.nlabels >= CUBE_LABELS_MAX)
 				return cc_err(EX_USAGE, "at most %d labels", CUBE_LABELS_MAX);
@@ -97,7 +103,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			return bad_usage("create", "[--template T] [--vcpus N] [--memory MIB] [--timeout S] [--net none] [--label K=V]...");
+			return bad_usage("create", "[--template T] [--vcpus N] [--memory MIB] [--timeout S] [--net none|deny|internet|FILE] [--label K=V]...");
 		}
 	}
 	if (optind != argc)
@@ -113,7 +119,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 	l.memory_mb = mem;
 	/* a warm sandbox fits when nothing asks for a different one */
 	ret = -ENOENT;
-	if (!vcpus && !mem && !l.nlabels)
+	if (!vcpus && !mem && !l.nlabels && !l.net)
 		ret = cube_nl_pool_take(nl, t.name, &id, NULL);
 	if (ret == -EPERM || ret == -EACCES) {
 		cube_nl_close(nl);
