@@ -43,6 +43,8 @@ post() { say "not ok - post: $*"; post_fail=$((post_fail + 1)); }
 echo "cube-vmtest: start" > /dev/kmsg
 # Modules the kernel asks for (veth, tun, nf_tables, ...) come from busybox.
 echo /bin/modprobe > /proc/sys/kernel/modprobe
+# /dev/net/tun appears when tun loads (no udev here to make static nodes).
+modprobe tun || post "cannot load tun"
 modprobe kvm_amd || post "cannot load kvm_amd"
 [ -c /dev/kvm ] || post "no /dev/kvm"
 
