@@ -120,7 +120,9 @@ static void net_rx(struct virtio_net *n)
 
 	while (budget-- && !n->fd_dead && rx_one(n))
 		;
-	if (n->st.rx_packets != before)
+	/* No interrupt while the driver polls (NAPI); it looks again after. */
+	if (n->st.rx_packets != before &&
+	    virtq_want_interrupt(&n->t.vq[VQ_RX]))
 		virtio_mmio_signal(&n->t);
 }
 
@@ -185,8 +187,28 @@ static void net_tx(struct virtio_net *n)
 
 	while (!n->tx_blocked && tx_one(n, &done))
 		;
-	if (done)
+	if (done && virtq_want_interrupt(&n->t.vq[VQ_TX]))
 		virtio_mmio_signal(&n->t);
+}
+
+/*
+ * Are there RX buffers?  While there are, the tap is watched and the
+ * driver need not kick for more (VRING_USED_F_NO_NOTIFY); once they run
+ * out, kicks are asked for again, and a buffer added meanwhile is seen.
+ */
+static bool rx_buffers(struct virtio_net *n)
+{
+	struct virtq *vq = &n->t.vq[VQ_RX];
+
+	if (virtq_has_avail(vq)) {
+		virtq_set_notify(vq, false);
+		return true;
+	}
+	virtq_set_notify(vq, true);
+	if (!virtq_has_avail(vq))
+		return false;
+	virtq_set_notify(vq, false);
+	return true;
 }
 
 /* Wait for fd only while there is something to do with it. */
@@ -196,7 +218,7 @@ static void net_update_watch(struct virtio_net *n)
 	uint32_t want = 0;
 
 	if (!n->fd_dead && virtio_mmio_live(&n->t)) {
-		if (virtq_has_avail(&n->t.vq[VQ_RX]))
+		if (rx_buffers(n))
 			want |= EPOLLIN;
 		if (n->tx_blocked)
 			want |= EPOLLOUT;

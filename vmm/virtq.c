@@ -52,6 +52,26 @@ bool virtq_has_avail(struct virtq *vq)
 	return VQ_LOAD16(&avail->idx) != vq->last_avail;
 }
 
+bool virtq_want_interrupt(struct virtq *vq)
+{
+	struct vring_avail *avail = vq->avail;
+
+	if (!vq->ready || vq->broken || !avail)
+		return false;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return !(VQ_LOAD16(&avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
+}
+
+void virtq_set_notify(struct virtq *vq, bool on)
+{
+	struct vring_used *used = vq->used;
+
+	if (!vq->ready || vq->broken || !used)
+		return;
+	VQ_STORE16(&used->flags, on ? 0 : VRING_USED_F_NO_NOTIFY);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 int virtq_pop(struct virtq *vq, const struct guest_mem *gm,
 	      struct virtq_chain *c)
 {

@@ -63,6 +63,18 @@ void virtq_unpop(struct virtq *vq);
 void virtq_push(struct virtq *vq, uint16_t head, uint32_t len);
 /* Is a chain waiting?  (false when not ready or broken) */
 bool virtq_has_avail(struct virtq *vq);
+/*
+ * Does the driver want an interrupt for the chains pushed so far?  False
+ * while it polls (VRING_AVAIL_F_NO_INTERRUPT); a full barrier orders the
+ * used index written before against the flag read.
+ */
+bool virtq_want_interrupt(struct virtq *vq);
+/*
+ * Tell the driver whether to kick on new chains (VRING_USED_F_NO_NOTIFY
+ * when not).  After turning kicks back on, check virtq_has_avail() again:
+ * a chain added just before was not kicked.
+ */
+void virtq_set_notify(struct virtq *vq, bool on);
 
 /* Copy between an iovec range and a flat buffer; return bytes copied. */
 size_t iov_to_buf(const struct iovec *iov, unsigned int n, size_t skip,

@@ -4,8 +4,10 @@
  * virtio-mmio transport by a small driver written here, over fake guest
  * memory, with a SOCK_SEQPACKET socketpair in place of the tap (one packet
  * per frame, virtio_net_hdr_v1 included, as a tap with IFF_VNET_HDR reads
- * and writes them; end of file once shut down, as a tap gone away).  Good traffic both ways, then every kind of hostile chain,
- * back-pressure without buffers, and resets in the middle.
+ * and writes them; end of file once shut down, as a tap gone away).  Good
+ * traffic both ways, then every kind of hostile chain, back-pressure
+ * without buffers, kick and interrupt suppression, and resets in the
+ * middle.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -534,6 +536,61 @@ TEST(rx_without_buffers_waits_and_loses_nothing)
 	for (i = 0; i < 5; i++)
 		expect_rx_frame(i, 100 + i, 10 + i);
 	EXPECT_EQ(stats().rx_dropped, 0);
+}
+
+TEST(rx_kicks_are_asked_for_only_without_buffers)
+{
+	dev_open(0);
+	rx_buf(0, 2048);
+	rx_buf(1, 2048);
+	poll_dev();
+	/* Buffers wait and the tap is watched: no kick needed for more. */
+	EXPECT_TRUE(virtio_net_reading(d.t));
+	EXPECT_EQ(used(RXQ)->flags, VRING_USED_F_NO_NOTIFY);
+	host_send(60, 1);
+	host_send(60, 2);
+	poll_dev();
+	expect_rx_frame(0, 60, 1);
+	expect_rx_frame(1, 60, 2);
+	/* Out of buffers: the driver must kick again. */
+	EXPECT_EQ(used(RXQ)->flags, 0);
+	EXPECT_FALSE(virtio_net_reading(d.t));
+	/* A buffer added without a kick is still found (no lost wakeup). */
+	rx_buf(2, 2048);
+	host_send(60, 3);
+	poll_dev();
+	expect_rx_frame(2, 60, 3);
+}
+
+TEST(no_interrupt_while_the_driver_polls)
+{
+	uint8_t buf[256];
+	int edges;
+
+	dev_open(0);
+	avail(RXQ)->flags = VRING_AVAIL_F_NO_INTERRUPT;
+	avail(TXQ)->flags = VRING_AVAIL_F_NO_INTERRUPT;
+	rx_buf(0, 2048);
+	rx_buf(1, 2048);
+	host_send(60, 1);
+	edges = irq_edges;
+	poll_dev();
+	tx_frame(0, 60, 2);
+	kick(TXQ);
+	expect_rx_frame(0, 60, 1);
+	EXPECT_EQ(used_idx(TXQ), 1);
+	EXPECT_EQ(host_recv(buf, sizeof(buf)), NET_HDR_LEN + 60);
+	EXPECT_EQ(irq_edges, edges);
+	/* Interrupts wanted again: each queue raises one. */
+	avail(RXQ)->flags = 0;
+	avail(TXQ)->flags = 0;
+	host_send(60, 3);
+	poll_dev();
+	expect_rx_frame(1, 60, 3);
+	EXPECT_EQ(irq_edges, edges + 1);
+	tx_frame(1, 60, 4);
+	kick(TXQ);
+	EXPECT_EQ(irq_edges, edges + 2);
 }
 
 static double cpu_s(void)
