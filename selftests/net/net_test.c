@@ -10,6 +10,7 @@
  * that holds the namespace and the BPF link, as cube-shim does.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -615,6 +616,92 @@ TEST(cycles_leave_nothing)
 		counts_diag("after", &now);
 		EXPECT_TRUE(false);
 	}
+}
+
+/* --- cubectl net, on a sandbox made here --- */
+
+/* run ./cubectl with @args; its exit status, its stdout in @out */
+static int cubectl(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int cubectl(char *out, size_t len, const char *fmt, ...)
+{
+	char cmd[512], args[400];
+	va_list ap;
+	size_t n = 0;
+	FILE *f;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "./cubectl %s", args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (out) {
+		n = fread(out, 1, len - 1, f);
+		out[n] = '\0';
+	} else {
+		char sink[4096];
+
+		while (fread(sink, 1, sizeof(sink), f) > 0)
+			;
+	}
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(cubectl_net)
+{
+	char out[8192], path[] = "/tmp/cube-net-XXXXXX";
+	struct cube_net_policy cur;
+	uint32_t gen, gen2;
+	struct sbx a, n;
+	int fd;
+
+	if (access("/dev/cube", F_OK) || access("./cubectl", X_OK))
+		SKIP("needs cube.ko and ./cubectl");
+	WORLD();
+	MAKE(&a, policy(CUBE_NET_INTERNET, NULL));
+	MAKE(&n, policy(CUBE_NET_NONE, NULL));
+	REACHED(&a, INET_ADDR, 6, 80);
+	EXPECT_EQ(cubectl(out, sizeof(out), "--json net show %llu", (unsigned long long)a.id), 0);
+	EXPECT_NE(strstr(out, "\"internet\""), NULL);
+	EXPECT_NE(strstr(out, "\"passed\""), NULL);
+	EXPECT_EQ(cubectl(out, sizeof(out), "net show %llu", (unsigned long long)a.id), 0);
+	EXPECT_NE(strstr(out, "VERDICT"), NULL);
+	ASSERT_OK(cube_net_get_policy(&a.h, &cur, &gen));
+
+	/* refusals change nothing */
+	fd = mkstemp(path);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(write(fd, "allow 203.0.113.10/32:80\nallow 10.0.0.1/8\n", 43), 43);
+	close(fd);
+	EXPECT_EQ(cubectl(NULL, 0, "net set %llu %s 2>/dev/null", (unsigned long long)a.id, path), 2);
+	EXPECT_EQ(cubectl(NULL, 0, "net set %llu /nonexistent 2>/dev/null", (unsigned long long)a.id), 2);
+	EXPECT_EQ(cubectl(NULL, 0, "net set %llu none 2>/dev/null", (unsigned long long)a.id), 2);
+	EXPECT_EQ(cubectl(NULL, 0, "net set 999999999 deny 2>/dev/null"), 3);
+	EXPECT_EQ(cubectl(NULL, 0, "net set %llu deny 2>/dev/null", (unsigned long long)n.id), 7);
+	EXPECT_EQ(cubectl(NULL, 0, "net show %llu 2>/dev/null", (unsigned long long)n.id), 7);
+	ASSERT_OK(cube_net_get_policy(&a.h, &cur, &gen2));
+	EXPECT_EQ(gen2, gen);
+	REACHED(&a, INET_ADDR, 6, 80);
+
+	/* a good file, live */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ASSERT_EQ(write(fd, "allow 203.0.113.10/32:443\n", 26), 26);
+	close(fd);
+	EXPECT_EQ(cubectl(NULL, 0, "net set %llu %s", (unsigned long long)a.id, path), 0);
+	unlink(path);
+	REACHED(&a, INET_ADDR, 6, 443);
+	BLOCKED(&a, INET_ADDR, 6, 80, CUBE_NET_DROP_POLICY);
+	EXPECT_EQ(cubectl(out, sizeof(out), "--json net show %llu", (unsigned long long)a.id), 0);
+	EXPECT_NE(strstr(out, "\"list\""), NULL);
+	EXPECT_NE(strstr(out, "203.0.113.10/32"), NULL);
+	EXPECT_EQ(cubectl(NULL, 0, "net set %llu deny", (unsigned long long)a.id), 0);
+	BLOCKED(&a, INET_ADDR, 6, 443, CUBE_NET_DROP_POLICY);
+	sbx_drop(&a);
+	sbx_drop(&n);
 }
 
 int main(int argc, char **argv)
