@@ -17,40 +17,12 @@
 #include <json-c/json.h>
 
 #include "agent_client.h"
-#include "cube_backend.h"
+#include "cube_backend_int.h"
 #include "cube_proc.h"
 #include "cube_runtime.h"
 #include "nl_client.h"
 
 #define FILE_MAX	(256u << 20)	/* bytes of one download or upload */
-
-struct sbx {
-	struct sbx *next;
-	uint64_t id;
-	char template_name[CUBE_NAME_MAX];
-	time_t started_at;
-	time_t end_at;			/* 0: no end */
-	struct e2b_kvs metadata;
-	struct e2b_kvs env;
-	char token[E2B_TOKEN_LEN + 1];
-	unsigned int vcpus;
-	unsigned int memory_mb;
-	struct timespec meta_mtime;	/* of e2b.json when last read or written */
-	/* the E2B id: the module id, or the first one of a resumed sandbox */
-	char eid[E2B_ID_MAX + 1];
-	bool pausing;			/* a pause is snapshotting it */
-	struct cube_cpu_sample {
-		uint64_t cpu_ns;	/* the VMM's user + system time */
-		uint64_t wall_ns;	/* CLOCK_MONOTONIC */
-	} cpu;
-};
-
-struct cube_backend {
-	pthread_mutex_t lock;		/* the list and the netlink socket */
-	struct cube_nl *nl;
-	struct sbx *list;
-	struct cube_proc_table *procs;
-};
 
 /* --- the metadata file --- */
 
@@ -91,6 +63,14 @@ static struct json_object *sbx_json(const struct sbx *s)
 	if (s->started_at)
 		json_object_object_add(o, "started_at",
 				       json_object_new_int64(s->started_at));
+	if (s->traffic[0])
+		json_object_object_add(o, "traffic_token",
+				       json_object_new_string(s->traffic));
+	if (s->net.internet != E2B_UNSET)
+		json_object_object_add(o, "allow_internet_access",
+				       json_object_new_boolean(s->net.internet ==
+							       E2B_TRUE));
+	json_object_object_add(o, "network", e2b_net_json(&s->net));
 	kvs_to_json(o, "metadata", &s->metadata);
 	kvs_to_json(o, "env", &s->env);
 	return o;
@@ -156,6 +136,7 @@ int cube_meta_write_end(uint64_t id, time_t end_at)
 		ret = meta_save(&s);
 	e2b_kvs_free(&s.metadata);
 	e2b_kvs_free(&s.env);
+	e2b_net_free(&s.net);
 	return ret;
 }
 
@@ -191,6 +172,15 @@ static void sbx_from_json(struct sbx *s, struct json_object *o)
 	    json_object_is_type(v, json_type_string) &&
 	    json_object_get_string_len(v) == E2B_TOKEN_LEN)
 		strcpy(s->token, json_object_get_string(v));
+	s->traffic[0] = '\0';
+	if (json_object_object_get_ex(o, "traffic_token", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    json_object_get_string_len(v) == E2B_TOKEN_LEN)
+		strcpy(s->traffic, json_object_get_string(v));
+	e2b_net_from_json(json_object_object_get_ex(o, "network", &v) ? v : NULL,
+			  json_object_object_get_ex(o, "allow_internet_access",
+						    &v) ? v : NULL,
+			  &s->net);
 	kvs_from_json(o, "metadata", &s->metadata);
 	kvs_from_json(o, "env", &s->env);
 }
@@ -217,7 +207,9 @@ static void sbx_free(struct sbx *s)
 {
 	e2b_kvs_free(&s->metadata);
 	e2b_kvs_free(&s->env);
+	e2b_net_free(&s->net);
 	explicit_bzero(s->token, sizeof(s->token));
+	explicit_bzero(s->traffic, sizeof(s->traffic));
 	free(s);
 }
 
@@ -403,6 +395,19 @@ static void to_e2b(const struct sbx *s, struct e2b_sandbox *out)
 	out->vcpus = s->vcpus;
 	out->memory_mb = s->memory_mb;
 	strcpy(out->envd_token, s->token);
+	strcpy(out->traffic_token, s->traffic);
+	e2b_net_copy(&out->net, &s->net);
+}
+
+int cube_be_lookup_locked(struct cube_backend *b, const char *sid,
+			  struct sbx **out)
+{
+	return lookup_locked(b, sid, out);
+}
+
+int cube_be_meta_save(struct sbx *s)
+{
+	return meta_save(s);
 }
 
 /* --- paused sandboxes --- */
@@ -431,7 +436,9 @@ static void paused_free(struct paused *p)
 {
 	e2b_kvs_free(&p->s.metadata);
 	e2b_kvs_free(&p->s.env);
+	e2b_net_free(&p->s.net);
 	explicit_bzero(p->s.token, sizeof(p->s.token));
+	explicit_bzero(p->s.traffic, sizeof(p->s.traffic));
 }
 
 static int paused_save(const struct sbx *s, const char *snapshot)
@@ -572,7 +579,8 @@ static int be_create(void *be, const struct e2b_new_sandbox *req,
 	struct cube_backend *b = be;
 	struct cube_template t;
 	struct cube_launch l = { .tmpl = &t };
-	char err[CUBE_ERR_MAX] = "";
+	char err[CUBE_ERR_MAX] = "", traffic[E2B_TOKEN_LEN + 1] = "";
+	struct cube_net_policy *policy = NULL;
 	struct sbx *s;
 	uint64_t id = 0;
 	int ret;
@@ -584,12 +592,22 @@ static int be_create(void *be, const struct e2b_new_sandbox *req,
 			 req->template_id);
 		return ret == -ENOENT ? -ENOENT : -EIO;
 	}
-	/* a warm sandbox from the template's pool, if one waits */
+	ret = cube_be_net_launch_policy(&req->net, &t, &policy, msg);
+	if (!ret && req->net.private_ports)
+		ret = e2b_token_new(traffic);
+	if (ret)
+		return ret;
+	l.net = policy;
+	/*
+	 * a warm sandbox from the template's pool, if one waits: pooled
+	 * sandboxes have the default policy, so only for the default
+	 */
 	pthread_mutex_lock(&b->lock);
-	ret = cube_nl_pool_take(b->nl, t.name, &id, NULL);
+	ret = policy ? -ENOENT : cube_nl_pool_take(b->nl, t.name, &id, NULL);
 	pthread_mutex_unlock(&b->lock);
 	if (ret) {
 		ret = cube_sandbox_launch(&l, &id, err);
+		free(policy);
 		if (ret) {
 			snprintf(msg, E2B_MSG_MAX, "cannot start a sandbox: %s",
 				 err);
@@ -602,9 +620,13 @@ static int be_create(void *be, const struct e2b_new_sandbox *req,
 		s->end_at = time(NULL) + req->timeout;
 		e2b_kvs_free(&s->metadata);
 		e2b_kvs_free(&s->env);
+		e2b_net_free(&s->net);
+		strcpy(s->traffic, traffic);
 		ret = e2b_kvs_copy(&s->metadata, &req->metadata);
 		if (!ret)
 			ret = e2b_kvs_copy(&s->env, &req->env);
+		if (!ret)
+			ret = e2b_net_copy(&s->net, &req->net);
 		if (!ret)
 			ret = meta_save(s);
 		if (!ret)
@@ -742,6 +764,8 @@ static int be_fork(void *be, const char *sid, unsigned int secs,
 	struct cube_backend *b = be;
 	char tmpl[CUBE_NAME_MAX], err[CUBE_ERR_MAX] = "";
 	struct e2b_kvs meta = { 0 }, env = { 0 };
+	char traffic[E2B_TOKEN_LEN + 1] = "";
+	struct e2b_net net = { 0 };
 	struct cube_nl_sandbox ns;
 	struct sbx *s;
 	uint64_t id, nid;
@@ -755,14 +779,33 @@ static int be_fork(void *be, const char *sid, unsigned int secs,
 		ret = e2b_kvs_copy(&meta, &s->metadata);
 		if (!ret)
 			ret = e2b_kvs_copy(&env, &s->env);
+		if (!ret)
+			ret = e2b_net_copy(&net, &s->net);
 	}
 	pthread_mutex_unlock(&b->lock);
+	if (!ret && net.private_ports)
+		ret = e2b_token_new(traffic);
 	if (ret)
 		goto out;
 	ret = cube_sandbox_fork(id, tmpl, &nid, err);
 	if (ret) {
 		snprintf(msg, E2B_MSG_MAX, "cannot fork: %s", err);
 		goto out;
+	}
+	/*
+	 * the fork starts with the default policy: its parent's is set at
+	 * once (a fork cannot be launched with one yet)
+	 */
+	if (!e2b_net_is_default(&net)) {
+		ret = cube_be_net_apply(nid, &net, msg);
+		if (ret == -ENETDOWN)
+			ret = 0;	/* no device: nothing goes out */
+		if (ret) {
+			pthread_mutex_lock(&b->lock);
+			cube_nl_sandbox_kill(b->nl, nid, 0);
+			pthread_mutex_unlock(&b->lock);
+			goto out;
+		}
 	}
 	pthread_mutex_lock(&b->lock);
 	ret = cube_nl_sandbox_get(b->nl, nid, &ns);
@@ -778,6 +821,10 @@ static int be_fork(void *be, const char *sid, unsigned int secs,
 		s->env = env;
 		memset(&meta, 0, sizeof(meta));
 		memset(&env, 0, sizeof(env));
+		e2b_net_free(&s->net);
+		s->net = net;
+		memset(&net, 0, sizeof(net));
+		strcpy(s->traffic, traffic);
 		ret = meta_save(s);
 		if (!ret)
 			to_e2b(s, out);
@@ -790,6 +837,7 @@ static int be_fork(void *be, const char *sid, unsigned int secs,
 out:
 	e2b_kvs_free(&meta);
 	e2b_kvs_free(&env);
+	e2b_net_free(&net);
 	return ret;
 }
 
@@ -893,10 +941,17 @@ static int be_resume(void *be, const char *sid, char *msg)
 	}
 	ret = cube_template_load(p.s.template_name, &t, err);
 	if (!ret) {
+		struct cube_net_policy *policy = NULL;
+
 		snprintf(t.snapshot, sizeof(t.snapshot), "%s", p.snapshot);
 		l.vcpus = p.s.vcpus;
 		l.memory_mb = p.s.memory_mb;
-		ret = cube_sandbox_launch(&l, &id, err);
+		/* the policy it had when it was paused */
+		ret = cube_be_net_launch_policy(&p.s.net, &t, &policy, err);
+		l.net = policy;
+		if (!ret)
+			ret = cube_sandbox_launch(&l, &id, err);
+		free(policy);
 	}
 	if (ret) {
 		snprintf(msg, E2B_MSG_MAX, "cannot resume: %s", err);
@@ -910,6 +965,10 @@ static int be_resume(void *be, const char *sid, char *msg)
 	if (!ret) {
 		snprintf(s->eid, sizeof(s->eid), "%s", p.s.eid);
 		strcpy(s->token, p.s.token);
+		strcpy(s->traffic, p.s.traffic);
+		e2b_net_free(&s->net);
+		s->net = p.s.net;
+		memset(&p.s.net, 0, sizeof(p.s.net));
 		s->started_at = p.s.started_at;
 		s->end_at = p.s.end_at;
 		e2b_kvs_free(&s->metadata);
@@ -1696,6 +1755,7 @@ static const struct e2b_backend_ops cube_ops = {
 	.metrics = be_metrics,
 	.snapshot = be_snapshot,
 	.list_snapshots = be_list_snapshots,
+	.set_network = cube_be_set_network,
 	.proc_start = be_proc_start,
 	.proc_connect = be_proc_connect,
 	.proc_next = cube_proc_next,

@@ -33,6 +33,14 @@ int cube_backend_expire(struct cube_backend *b, time_t now);
 /* a sandbox is gone (exit event): forget it */
 void cube_backend_forget(struct cube_backend *b, uint64_t id);
 
+/*
+ * The port proxy's view of the sandboxes (lib/e2b_proxy.h), with the
+ * backend as its ctx: a sandbox's namespace from cube.ko
+ * (CUBE_IOC_SANDBOX_NETNS_OPEN: root), its traffic token, its liveness.
+ */
+struct e2b_proxy_ops;
+extern const struct e2b_proxy_ops cube_backend_proxy_ops;
+
 /* the end-time file of a sandbox, written by cubectl create --timeout */
 int cube_meta_write_end(uint64_t id, time_t end_at);
 

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "e2b_auth.h"
+#include "e2b_net.h"
 #include "e2b_route.h"
 
 #define E2B_TEMPLATE_MAX	63
@@ -57,7 +58,7 @@ struct e2b_new_sandbox {
 	unsigned int timeout;		/* seconds */
 	struct e2b_kvs metadata;
 	struct e2b_kvs env;
-	int allow_internet;		/* -1: not given */
+	struct e2b_net net;		/* allow_internet_access, network */
 	bool auto_pause;
 };
 
@@ -73,6 +74,11 @@ struct e2b_sandbox {
 	unsigned int disk_mb;
 	bool paused;
 	char envd_token[E2B_TOKEN_LEN + 1];
+	/* "" unless network.allowPublicTraffic was false */
+	char traffic_token[E2B_TOKEN_LEN + 1];
+	struct e2b_net net;
+	/* where its ports are served (not owned; NULL: nowhere) */
+	const char *domain;
 };
 
 void e2b_sandbox_free(struct e2b_sandbox *sb);
@@ -243,6 +249,13 @@ struct e2b_backend_ops {
 	int (*snapshot)(void *be, const char *id, const char *name,
 			struct e2b_snapshot *out, char *msg);
 	int (*list_snapshots)(void *be, struct e2b_snapshot **out, size_t *n);
+	/*
+	 * replace a running sandbox's egress settings (PUT /network; the
+	 * traffic token setting stays); -ENOENT unknown, -ENETDOWN the
+	 * sandbox has no network; NULL: not supported
+	 */
+	int (*set_network)(void *be, const char *id, const struct e2b_net *net,
+			   char *msg);
 
 	int (*proc_start)(void *be, const char *id, const struct e2b_start *req,
 			  struct e2b_proc **out, char *msg);

@@ -46,11 +46,11 @@ static void do_create(const struct e2b_api *api, const struct e2b_request *req,
 		else
 			backend_error(resp, ret, NULL, msg);
 	} else {
+		sb.domain = api->domain;
 		e2b_reply_json(resp, 201, e2b_json_sandbox(&sb, true));
 	}
 	e2b_sandbox_free(&sb);
-	e2b_kvs_free(&nr.metadata);
-	e2b_kvs_free(&nr.env);
+	e2b_new_sandbox_free(&nr);
 }
 
 /* "running,paused" (the SDK's form style, explode=false) */
@@ -210,6 +210,7 @@ static void do_get(const struct e2b_api *api, const struct e2b_route *rt,
 		backend_error(resp, ret, rt->sandbox, NULL);
 		return;
 	}
+	sb.domain = api->domain;
 	if (connect)
 		e2b_reply_json(resp, 200, e2b_json_sandbox(&sb, true));
 	else
@@ -480,6 +481,7 @@ static void do_fork(const struct e2b_api *api, const struct e2b_route *rt,
 
 		msg[0] = '\0';
 		ret = b->ops->fork(b->be, rt->sandbox, secs, &child, msg);
+		child.domain = api->domain;
 		if (!ret) {
 			json_object_object_add(r, "sandbox",
 					       e2b_json_sandbox(&child, true));
@@ -607,22 +609,37 @@ static void do_list_snapshots(const struct e2b_api *api,
 	e2b_reply_json(resp, 200, arr);
 }
 
-static void not_supported(const struct e2b_api *api, const struct e2b_route *rt,
-			  struct e2b_response *resp, const char *what)
+static void do_network(const struct e2b_api *api, const struct e2b_route *rt,
+		       const struct e2b_request *req,
+		       struct e2b_response *resp)
 {
 	const struct e2b_backend *b = &api->backend;
-	struct e2b_sandbox sb = { 0 };
+	char msg[E2B_MSG_MAX] = "";
+	struct e2b_net net;
 	int ret;
 
-	if (rt->sandbox[0]) {
-		ret = b->ops->get(b->be, rt->sandbox, &sb);
-		if (ret) {
-			backend_error(resp, ret, rt->sandbox, NULL);
-			return;
-		}
-		e2b_sandbox_free(&sb);
+	if (e2b_parse_network_update(req->body, req->body_len, &net, msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
 	}
-	e2b_reply_error(resp, 501, "%s is not supported by this server", what);
+	if (need_running(b, rt, resp, "paused: resume it to change its network")) {
+		e2b_net_free(&net);
+		return;
+	}
+	if (!b->ops->set_network) {
+		e2b_net_free(&net);
+		e2b_reply_error(resp, 501, "network update is not supported by this server");
+		return;
+	}
+	ret = b->ops->set_network(b->be, rt->sandbox, &net, msg);
+	e2b_net_free(&net);
+	if (ret == -ENETDOWN)
+		e2b_reply_error(resp, 409, "%s", msg[0] ? msg :
+				"the sandbox has no network device");
+	else if (ret)
+		backend_error(resp, ret, rt->sandbox, msg);
+	else
+		no_content(resp);
 }
 
 void e2b_control_handle(const struct e2b_api *api, const struct e2b_route *rt,
@@ -668,7 +685,7 @@ void e2b_control_handle(const struct e2b_api *api, const struct e2b_route *rt,
 		do_snapshot(api, rt, req, resp);
 		break;
 	case E2B_R_NETWORK:
-		not_supported(api, rt, resp, "network update");
+		do_network(api, rt, req, resp);
 		break;
 	default:
 		e2b_reply_error(resp, 404, "no such endpoint");

@@ -86,10 +86,13 @@ void e2b_response_free(struct e2b_response *r);
  * struct e2b_api - everything the handlers need
  * @keys: accepted API keys (control plane)
  * @backend: the backend
+ * @domain: where sandboxes' ports are served, "<port>-<id>.<domain>"
+ *	(the port proxy, e2b_proxy.h); NULL: reported as null
  */
 struct e2b_api {
 	const struct e2b_keys *keys;
 	struct e2b_backend backend;
+	const char *domain;
 };
 
 /**

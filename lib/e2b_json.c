@@ -268,12 +268,10 @@ static bool template_valid(const char *s)
 int e2b_parse_new_sandbox(const char *body, size_t len,
 			  struct e2b_new_sandbox *out, char *err)
 {
-	struct e2b_new_sandbox r = { .timeout = E2B_TIMEOUT_DEFAULT,
-				     .allow_internet = -1 };
+	struct e2b_new_sandbox r = { .timeout = E2B_TIMEOUT_DEFAULT };
 	struct json_object *o, *v;
 	const char *s;
 	int64_t t;
-	bool b = false;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -300,13 +298,9 @@ int e2b_parse_new_sandbox(const char *body, size_t len,
 			goto out;
 		r.timeout = t;
 	}
-	v = field(o, "allow_internet_access");
-	if (v) {
-		ret = get_bool(v, "allow_internet_access", &b, err);
-		if (ret)
-			goto out;
-		r.allow_internet = b;
-	}
+	ret = e2b_net_parse(o, false, &r.net, err);
+	if (ret)
+		goto out;
 	v = field(o, "autoPause");
 	if (v) {
 		ret = get_bool(v, "autoPause", &r.auto_pause, err);
@@ -330,6 +324,29 @@ int e2b_parse_new_sandbox(const char *body, size_t len,
 out:
 	e2b_kvs_free(&r.metadata);
 	e2b_kvs_free(&r.env);
+	e2b_net_free(&r.net);
+	json_object_put(o);
+	return ret;
+}
+
+void e2b_new_sandbox_free(struct e2b_new_sandbox *r)
+{
+	e2b_kvs_free(&r->metadata);
+	e2b_kvs_free(&r->env);
+	e2b_net_free(&r->net);
+}
+
+int e2b_parse_network_update(const char *body, size_t len,
+			     struct e2b_net *out, char *err)
+{
+	struct json_object *o;
+	int ret;
+
+	e2b_net_init(out);
+	o = e2b_json_parse(body, len, err);
+	if (!o)
+		return -EINVAL;
+	ret = e2b_net_parse(o, true, out, err);
 	json_object_put(o);
 	return ret;
 }
@@ -423,6 +440,16 @@ static struct json_object *kvs_obj(const struct e2b_kvs *kvs)
 	return o;
 }
 
+/* where the sandbox's ports are, and the token they need */
+static void add_ports(struct json_object *o, const struct e2b_sandbox *sb)
+{
+	json_object_object_add(o, "domain", sb->domain ?
+			       json_object_new_string(sb->domain) : NULL);
+	json_object_object_add(o, "trafficAccessToken", sb->traffic_token[0] ?
+			       json_object_new_string(sb->traffic_token) :
+			       NULL);
+}
+
 struct json_object *e2b_json_sandbox(const struct e2b_sandbox *sb,
 				     bool with_token)
 {
@@ -436,7 +463,7 @@ struct json_object *e2b_json_sandbox(const struct e2b_sandbox *sb,
 	add_str(o, "envdVersion", E2B_ENVD_VERSION);
 	if (with_token)
 		add_str(o, "envdAccessToken", sb->envd_token);
-	json_object_object_add(o, "domain", NULL);
+	add_ports(o, sb);
 	return o;
 }
 
@@ -465,7 +492,12 @@ struct json_object *e2b_json_sandbox_detail(const struct e2b_sandbox *sb)
 		return NULL;
 	add_common(o, sb);
 	add_str(o, "envdAccessToken", sb->envd_token);
-	json_object_object_add(o, "domain", NULL);
+	add_ports(o, sb);
+	json_object_object_add(o, "allowInternetAccess",
+			       sb->net.internet == E2B_UNSET ? NULL :
+			       json_object_new_boolean(sb->net.internet ==
+						       E2B_TRUE));
+	json_object_object_add(o, "network", e2b_net_json(&sb->net));
 	return o;
 }
 

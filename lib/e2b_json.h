@@ -31,6 +31,10 @@ struct json_object *e2b_json_parse(const char *body, size_t len, char *err);
 /* --- control plane --- */
 int e2b_parse_new_sandbox(const char *body, size_t len,
 			  struct e2b_new_sandbox *out, char *err);
+void e2b_new_sandbox_free(struct e2b_new_sandbox *r);
+/* PUT /sandboxes/{id}/network: allowOut, denyOut, allow_internet_access */
+int e2b_parse_network_update(const char *body, size_t len,
+			     struct e2b_net *out, char *err);
 /* {"timeout": N}: @required makes a missing timeout an error */
 int e2b_parse_timeout(const char *body, size_t len, bool required,
 		      unsigned int *secs, bool *given, char *err);

@@ -69,7 +69,9 @@ const char *e2b_kvs_get(const struct e2b_kvs *kvs, const char *key)
 void e2b_sandbox_free(struct e2b_sandbox *sb)
 {
 	e2b_kvs_free(&sb->metadata);
+	e2b_net_free(&sb->net);
 	explicit_bzero(sb->envd_token, sizeof(sb->envd_token));
+	explicit_bzero(sb->traffic_token, sizeof(sb->traffic_token));
 }
 
 static void proc_config_free(struct e2b_proc_config *c)
