@@ -4,7 +4,8 @@
  * on the module's pool-low events and on a periodic check), kills each
  * sandbox at its end time, rebuilds its view from the module's dump when
  * it starts or loses events, and serves the E2B-compatible HTTP API on
- * loopback.  Runs in the foreground; see cubed.service.
+ * loopback, with the port proxy for sandboxes' ports when asked
+ * (--proxy-port).  Runs in the foreground; see cubed.service.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +22,7 @@
 
 #include "cube_backend.h"
 #include "cube_runtime.h"
+#include "e2b_proxy.h"
 #include "e2b_server.h"
 #include "nl_client.h"
 
@@ -121,21 +123,32 @@ static void keeper_kick(struct keeper *k)
 
 struct opts {
 	const char *addr;
-	unsigned long api_port, envd_port;
+	unsigned long api_port, envd_port, proxy_port;
 	const char *key_file;
+	const char *domain;
+	unsigned long max_conns, max_per_client, idle_secs;
 	bool no_api;
 };
 
 static void usage(FILE *f)
 {
 	fputs("usage: cubed [--listen ADDR] [--api-port N] [--envd-port N]\n"
-	      "             [--api-key-file FILE] [--no-api] [-v]\n"
+	      "             [--api-key-file FILE] [--proxy-port N [--domain D]\n"
+	      "             [--proxy-max-conns N] [--proxy-max-per-client N]\n"
+	      "             [--proxy-idle-timeout S]] [--no-api] [-v]\n"
 	      "\n"
 	      "  --listen ADDR        IPv4 address of the E2B API (default 127.0.0.1)\n"
 	      "  --api-port N         control-plane port, E2B_API_URL (default 3000)\n"
 	      "  --envd-port N        envd port, E2B_SANDBOX_URL (default 49983)\n"
 	      "  --api-key-file FILE  accepted API keys, one a line\n"
 	      "                       (default /etc/cube/api-keys)\n"
+	      "  --proxy-port N       serve sandboxes' ports (getHost) on this port\n"
+	      "  --domain D           the domain of <port>-<sandboxID>.D\n"
+	      "                       (default localhost:<proxy port>)\n"
+	      "  --proxy-max-conns N  proxied connections at once (default 1024)\n"
+	      "  --proxy-max-per-client N  from one client address (default 64)\n"
+	      "  --proxy-idle-timeout S    close a connection idle this long\n"
+	      "                       (default 600 s)\n"
 	      "  --no-api             pools and timeouts only, no HTTP API\n"
 	      "  -v, --verbose        log pool refills and expiries\n"
 	      "\n"
@@ -156,6 +169,39 @@ static int parse_port(const char *flag, const char *s, unsigned long *out)
 	return 0;
 }
 
+static int parse_count(const char *flag, const char *s, unsigned long max,
+		       unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	if (!*s || *end || errno || *out < 1 || *out > max) {
+		fprintf(stderr, "cubed: invalid value '%s' for %s (1..%lu)\n",
+			s, flag, max);
+		return -1;
+	}
+	return 0;
+}
+
+/* a host name, optionally with ":PORT": what follows "<port>-<id>." */
+static bool domain_valid(const char *d)
+{
+	size_t i, n = strlen(d);
+
+	if (!n || n > 200 || d[0] == '.' || d[0] == '-')
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = d[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+		      c == ':'))
+			return false;
+	}
+	return true;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -163,6 +209,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "api-port", required_argument, NULL, 'a' },
 		{ "envd-port", required_argument, NULL, 'e' },
 		{ "api-key-file", required_argument, NULL, 'k' },
+		{ "proxy-port", required_argument, NULL, 'p' },
+		{ "domain", required_argument, NULL, 'd' },
+		{ "proxy-max-conns", required_argument, NULL, 'C' },
+		{ "proxy-max-per-client", required_argument, NULL, 'P' },
+		{ "proxy-idle-timeout", required_argument, NULL, 'I' },
 		{ "no-api", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -186,6 +237,32 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'k':
 			o->key_file = optarg;
 			break;
+		case 'p':
+			if (parse_port("--proxy-port", optarg, &o->proxy_port))
+				return 2;
+			break;
+		case 'd':
+			if (!domain_valid(optarg)) {
+				fprintf(stderr, "cubed: invalid domain '%s'\n", optarg);
+				return 2;
+			}
+			o->domain = optarg;
+			break;
+		case 'C':
+			if (parse_count("--proxy-max-conns", optarg, 65536,
+					&o->max_conns))
+				return 2;
+			break;
+		case 'P':
+			if (parse_count("--proxy-max-per-client", optarg, 65536,
+					&o->max_per_client))
+				return 2;
+			break;
+		case 'I':
+			if (parse_count("--proxy-idle-timeout", optarg, 86400,
+					&o->idle_secs))
+				return 2;
+			break;
 		case 'n':
 			o->no_api = true;
 			break;
@@ -204,8 +281,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "cubed: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (o->api_port == o->envd_port) {
-		fprintf(stderr, "cubed: --api-port and --envd-port must differ\n");
+	if (o->api_port == o->envd_port || o->proxy_port == o->api_port ||
+	    o->proxy_port == o->envd_port) {
+		fprintf(stderr, "cubed: --api-port, --envd-port and --proxy-port must differ\n");
 		return 2;
 	}
 	return 0;
@@ -214,6 +292,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 /* --- main loop --- */
 
 static void handle_event(struct cube_backend *be, struct keeper *k,
+			 struct e2b_proxy *proxy,
 			 const struct cube_nl_event *ev)
 {
 	switch (ev->cmd) {
@@ -221,8 +300,11 @@ static void handle_event(struct cube_backend *be, struct keeper *k,
 		keeper_kick(k);
 		break;
 	case CUBE_CMD_EVENT_SANDBOX_EXIT:
-		if (ev->has_sandbox)
+		if (ev->has_sandbox) {
+			/* no socket keeps its namespace alive */
+			e2b_proxy_drop(proxy, ev->sandbox.id);
 			cube_backend_forget(be, ev->sandbox.id);
+		}
 		keeper_kick(k);	/* a pooled sandbox may have died */
 		break;
 	default:
@@ -238,6 +320,8 @@ int main(int argc, char **argv)
 			    .cond = PTHREAD_COND_INITIALIZER };
 	struct e2b_keys keys = { 0 };
 	struct e2b_server *srv = NULL;
+	struct e2b_proxy *proxy = NULL;
+	char domain[256];
 	struct cube_backend *be = NULL;
 	struct cube_nl *events = NULL;
 	struct e2b_api api;
@@ -293,6 +377,28 @@ int main(int argc, char **argv)
 		}
 		api.keys = &keys;
 		api.backend = cube_backend_e2b(be);
+		api.domain = o.domain;
+		if (o.proxy_port) {
+			struct e2b_proxy_config pc = {
+				.addr = o.addr, .port = o.proxy_port,
+				.ops = &cube_backend_proxy_ops, .ctx = be,
+				.max_conns = o.max_conns,
+				.max_per_client = o.max_per_client,
+				.idle_secs = o.idle_secs,
+			};
+
+			ret = e2b_proxy_start(&pc, &proxy);
+			if (ret) {
+				logmsg("cannot serve the port proxy on %s:%lu: %s",
+				       o.addr, o.proxy_port, strerror(-ret));
+				goto out;
+			}
+			if (!o.domain) {
+				snprintf(domain, sizeof(domain), "localhost:%u",
+					 e2b_proxy_port(proxy));
+				api.domain = domain;
+			}
+		}
 		ret = e2b_server_start(&cfg, &srv);
 		if (ret) {
 			logmsg("cannot serve on %s:%lu/%lu: %s", o.addr,
@@ -302,6 +408,9 @@ int main(int argc, char **argv)
 		logmsg("E2B API on http://%s:%u, envd on http://%s:%u", o.addr,
 		       e2b_server_port(srv, E2B_PLANE_API), o.addr,
 		       e2b_server_port(srv, E2B_PLANE_ENVD));
+		if (proxy)
+			logmsg("ports on http://<port>-<sandboxID>.%s (proxy on %s:%u)",
+			       api.domain, o.addr, e2b_proxy_port(proxy));
 	}
 	ret = pthread_create(&keeper, NULL, keeper_main, &k);
 	if (ret) {
@@ -325,7 +434,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		while ((ret = cube_nl_event_next(events, &ev)) == 0)
-			handle_event(be, &k, &ev);
+			handle_event(be, &k, proxy, &ev);
 		if (ret == -ENOBUFS) {
 			logmsg("events were lost; resynchronising");
 			cube_backend_sync(be);
@@ -350,6 +459,7 @@ int main(int argc, char **argv)
 	pthread_join(keeper, NULL);
 out:
 	e2b_server_stop(srv);
+	e2b_proxy_stop(proxy);
 	cube_nl_close(events);
 	cube_backend_free(be);
 	e2b_keys_free(&keys);
