@@ -116,6 +116,20 @@ static int t_signal(void *be, const char *id, const struct e2b_selector *sel,
 	return sel->pid == 42 ? 0 : -ENOENT;
 }
 
+static int net_sets;
+static enum e2b_tristate last_internet;
+
+static int t_set_network(void *be, const char *id, const struct e2b_net *net,
+			 char *msg)
+{
+	calls++;
+	net_sets++;
+	last_internet = net->internet;
+	if (!strcmp(id, "7"))
+		return 0;
+	return -ENOENT;
+}
+
 static int t_nosys(void)
 {
 	return -EOPNOTSUPP;
@@ -127,6 +141,7 @@ static const struct e2b_backend_ops ops = {
 	.get = t_get,
 	.kill = t_kill,
 	.set_timeout = t_set_timeout,
+	.set_network = t_set_network,
 	.proc_start = t_proc_start,
 	.proc_next = t_proc_next,
 	.proc_close = t_proc_close,
@@ -176,7 +191,8 @@ static void setup(void)
 		ASSERT_EQ(e2b_keys_add(&keys, "e2b_key"), 0);
 	api.keys = &keys;
 	api.backend.ops = &ops;
-	calls = creates = kills = timeouts = 0;
+	calls = creates = kills = timeouts = net_sets = 0;
+	api.domain = NULL;
 }
 
 static unsigned int do_req(enum e2b_plane plane, const char *method,
@@ -270,6 +286,65 @@ TEST(create)
 	ASSERT_STREQ(r.content_type, E2B_CT_JSON);
 	ASSERT_TRUE(strstr(r.body, "\"envdAccessToken\":\"tok7\"") != NULL);
 	ASSERT_TRUE(strstr(r.body, "\"envdVersion\"") != NULL);
+	e2b_response_free(&r);
+}
+
+TEST(create_network)
+{
+	static const char bad[] = "{\"templateID\":\"base\",\"network\":"
+		"{\"allowOut\":[\"example.com\"]}}";
+	static const char many[] = "{\"templateID\":\"base\",\"network\":"
+		"{\"denyOut\":\"1.1.1.1\"}}";
+	static const char good[] = "{\"templateID\":\"base\",\"allow_internet_access\":false,"
+		"\"network\":{\"allowOut\":[\"1.1.1.1\"]}}";
+	struct e2b_response r;
+
+	setup();
+	/* refused before anything is made */
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed,
+			 bad, strlen(bad), &r), 400);
+	ASSERT_EQ(code_of(&r), 400);
+	ASSERT_TRUE(strstr(r.body, "example.com") != NULL);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed,
+			 many, strlen(many), &r), 400);
+	e2b_response_free(&r);
+	ASSERT_EQ(creates, 0);
+	/* the domain of the ports, when the server has one */
+	api.domain = "localhost:3001";
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed,
+			 good, strlen(good), &r), 201);
+	ASSERT_TRUE(strstr(r.body, "\"domain\":\"localhost:3001\"") != NULL);
+	e2b_response_free(&r);
+	ASSERT_EQ(creates, 1);
+}
+
+TEST(update_network)
+{
+	static const char good[] = "{\"allowOut\":[\"1.1.1.1\"],\"allow_internet_access\":false}";
+	static const char bad[] = "{\"denyOut\":[\"10.0.0.1/8\"]}";
+	struct e2b_response r;
+
+	setup();
+	ASSERT_EQ(do_req(E2B_PLANE_API, "PUT", "/sandboxes/7/network", &keyed,
+			 bad, strlen(bad), &r), 400);
+	ASSERT_TRUE(strstr(r.body, "host bits") != NULL);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "PUT", "/sandboxes/7/network", &keyed,
+			 "{", 1, &r), 400);
+	e2b_response_free(&r);
+	ASSERT_EQ(net_sets, 0);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "PUT", "/sandboxes/8/network", &keyed,
+			 good, strlen(good), &r), 404);
+	e2b_response_free(&r);
+	ASSERT_EQ(net_sets, 0);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "PUT", "/sandboxes/7/network", &keyed,
+			 good, strlen(good), &r), 204);
+	e2b_response_free(&r);
+	ASSERT_EQ(net_sets, 1);
+	ASSERT_EQ(last_internet, E2B_FALSE);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/network", &keyed,
+			 good, strlen(good), &r), 405);
 	e2b_response_free(&r);
 }
 

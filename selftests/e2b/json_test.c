@@ -74,10 +74,9 @@ TEST(new_sandbox_full)
 	ASSERT_STREQ(e2b_kvs_get(&r.metadata, "k"), "v");
 	ASSERT_EQ(r.env.n, 2);
 	ASSERT_STREQ(e2b_kvs_get(&r.env, "B"), "2");
-	ASSERT_EQ(r.allow_internet, 0);
+	ASSERT_EQ(r.net.internet, E2B_FALSE);
 	ASSERT_TRUE(r.auto_pause);
-	e2b_kvs_free(&r.metadata);
-	e2b_kvs_free(&r.env);
+	e2b_new_sandbox_free(&r);
 }
 
 TEST(new_sandbox_defaults)
@@ -87,7 +86,8 @@ TEST(new_sandbox_defaults)
 	ASSERT_EQ(e2b_parse_new_sandbox(P("{\"templateID\":\"a.b-c_1\",\"metadata\":null}"),
 					&r, NULL), 0);
 	ASSERT_EQ(r.timeout, E2B_TIMEOUT_DEFAULT);
-	ASSERT_EQ(r.allow_internet, -1);
+	ASSERT_EQ(r.net.internet, E2B_UNSET);
+	ASSERT_TRUE(e2b_net_is_default(&r.net));
 	ASSERT_EQ(r.metadata.n, 0);
 }
 
