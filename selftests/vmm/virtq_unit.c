@@ -324,4 +324,39 @@ TEST(iov_copies_respect_bounds)
 	EXPECT_EQ(memcmp(b, "ZWfghij", 7), 0);
 }
 
+TEST(iov_skip_leaves_out_the_first_bytes)
+{
+	char a[4], b[8], c[1];
+	struct iovec iov[4] = { { a, 4 }, { b, 0 }, { b, 8 }, { c, 1 } }, out[4];
+
+	EXPECT_EQ(iov_skip(iov, 4, 0, out), 3);	/* empty buffers dropped */
+	EXPECT_EQ(iov_skip(iov, 4, 6, out), 2);
+	EXPECT_TRUE(out[0].iov_base == b + 2);
+	EXPECT_EQ(out[0].iov_len, 6);
+	EXPECT_TRUE(out[1].iov_base == c);
+	EXPECT_EQ(iov_skip(iov, 4, 12, out), 1);
+	EXPECT_EQ(iov_skip(iov, 4, 13, out), 0);
+	EXPECT_EQ(iov_skip(iov, 4, 100, out), 0);
+}
+
+TEST(notify_and_interrupt_flags)
+{
+	struct fake f;
+
+	fake_init(&f);
+	EXPECT_TRUE(virtq_want_interrupt(&f.vq));
+	avail(&f)->flags = VRING_AVAIL_F_NO_INTERRUPT;
+	EXPECT_FALSE(virtq_want_interrupt(&f.vq));
+	virtq_set_notify(&f.vq, false);
+	EXPECT_EQ(used(&f)->flags, VRING_USED_F_NO_NOTIFY);
+	virtq_set_notify(&f.vq, true);
+	EXPECT_EQ(used(&f)->flags, 0);
+	/* A broken queue is left alone. */
+	f.vq.broken = true;
+	virtq_set_notify(&f.vq, false);
+	EXPECT_EQ(used(&f)->flags, 0);
+	avail(&f)->flags = 0;
+	EXPECT_FALSE(virtq_want_interrupt(&f.vq));
+}
+
 TEST_MAIN()
