@@ -620,34 +620,52 @@ TEST(cycles_leave_nothing)
 
 /* --- cubectl net, on a sandbox made here --- */
 
-/* run ./cubectl with @args; its exit status, its stdout in @out */
+/* run ./cubectl with @args in the namespace the test started in (the
+ * module's generic-netlink family lives there); its exit status, its
+ * stdout in @out */
 static int cubectl(char *out, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int cubectl(char *out, size_t len, const char *fmt, ...)
 {
-	char cmd[512], args[400];
-	va_list ap;
+	char cmd[512], args[400], sink[4096];
 	size_t n = 0;
-	FILE *f;
-	int st;
+	int p[2], st;
+	va_list ap;
+	ssize_t r;
+	pid_t pid;
 
 	va_start(ap, fmt);
 	vsnprintf(args, sizeof(args), fmt, ap);
 	va_end(ap);
 	snprintf(cmd, sizeof(cmd), "./cubectl %s", args);
-	f = popen(cmd, "r");
-	if (!f)
+	if (pipe(p))
 		return -1;
-	if (out) {
-		n = fread(out, 1, len - 1, f);
-		out[n] = '\0';
-	} else {
-		char sink[4096];
-
-		while (fread(sink, 1, sizeof(sink), f) > 0)
-			;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		dup2(p[1], 1);
+		if (setns(nu_orig_ns, CLONE_NEWNET))
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
 	}
-	st = pclose(f);
+	close(p[1]);
+	for (;;) {
+		char *dst = out && n + 1 < len ? out + n : sink;
+		size_t room = out && n + 1 < len ? len - 1 - n : sizeof(sink);
+
+		r = read(p[0], dst, room);
+		if (r <= 0)
+			break;
+		if (dst != sink)
+			n += r;
+	}
+	if (out)
+		out[n] = '\0';
+	close(p[0]);
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

@@ -191,13 +191,17 @@ out:
 	return ret;
 }
 
+/* the namespace the test started in (where cube.ko's netlink family is) */
+static int nu_orig_ns = -1;
+
 /* the host: a fresh namespace for this test, three peers, a listener */
 static inline int nu_world(void)
 {
 	struct cube_rtnl r = { .fd = -1 };
 
 	nu_modprobe();
-	if (unshare(CLONE_NEWNET) || cube_rtnl_open(&r) ||
+	nu_orig_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (nu_orig_ns < 0 || unshare(CLONE_NEWNET) || cube_rtnl_open(&r) ||
 	    cube_rtnl_link_up(&r, if_nametoindex("lo"), NULL))
 		return -1;
 	cube_rtnl_close(&r);
