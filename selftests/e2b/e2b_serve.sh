@@ -4,8 +4,10 @@
 # e2b_serve.sh: the L1 half of the E2B SDK test.  Builds the "base"
 # template, runs cubed with the E2B API on the forwarded ports, and serves
 # until the build host's run_sdk_test.sh says it is done (it creates a
-# sandbox with metadata cube-test=done), then checks that nothing is left.
-# Skips unless L1 was booted with forwarded ports.
+# sandbox with metadata cube-test=done), then checks the egress policies of
+# the sandboxes sdk_net_test.mjs left running (metadata cube-net-expect:
+# "MODE:RULE;RULE...") against "cubectl net show", and that nothing is
+# left.  Skips unless L1 was booted with forwarded ports.
 cd "$(dirname "$0")" || exit 1
 
 if ! grep -q 'cube.net=1' /proc/cmdline; then
@@ -31,7 +33,7 @@ sandboxes() {
 }
 
 echo "KTAP version 1"
-echo "1..4"
+echo "1..5"
 rm -rf /tmp/e2b-test
 mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
@@ -42,7 +44,7 @@ $C template build base --kernel /boot/vmlinuz --initrd ./initramfs.cpio.gz \
 st=$?
 check "template base builds" $st "$(tail -n 5 /tmp/e2b-test/build.log)"
 echo cube-e2b-test-key > /tmp/e2b-test/keys
-./cubed --listen 0.0.0.0 --api-port 3000 --envd-port 49983 \
+./cubed --listen 0.0.0.0 --api-port 3000 --envd-port 49983 --proxy-port 3001 \
 	--api-key-file /tmp/e2b-test/keys -v 2>/tmp/e2b-test/cubed.log &
 cubed_pid=$!
 sleep 1
@@ -75,6 +77,35 @@ while [ $t -gt 0 ] && kill -0 $cubed_pid 2>/dev/null; do
 	[ $((t % 120)) = 0 ] && echo "# serving; $t s left"
 done
 check "the build host ran its test" $done "no done marker; $(tail -n 5 /tmp/e2b-test/cubed.log)"
+
+# "MODE:RULE;RULE..." of a live sandbox, rules sorted
+join() {
+	sort | awk '{ r = r (NR > 1 ? ";" : "") $0 } END { print r }'
+}
+policy_of() {
+	out=$($C net show "$1" 2>&1)
+	mode=$(echo "$out" | awk '$1 == "policy" { print $2 }')
+	rules=$(echo "$out" | awk '/^            [a-z]/ { print $1 " " $2 }' | join)
+	echo "$mode:$rules"
+}
+sorted() {
+	echo "${1%%:*}:$(echo "${1#*:}" | tr ';' '\n' | grep . | join)"
+}
+netst=0 netmsg= nnet=0
+for f in "$CUBE_RUN_DIR"/sandboxes/*/e2b.json; do
+	[ -f "$f" ] || continue
+	want=$(sed -n 's/.*"cube-net-expect":"\([^"]*\)".*/\1/p' "$f" | sed 's|\\/|/|g')
+	[ -n "$want" ] || continue
+	id=$(basename "$(dirname "$f")")
+	nnet=$((nnet + 1))
+	got=$(policy_of "$id")
+	if [ "$got" != "$(sorted "$want")" ]; then
+		netst=1
+		netmsg="$netmsg sandbox $id: want '$(sorted "$want")', cubectl net show says '$got';"
+	fi
+done
+[ $nnet -ge 2 ] || { netst=1; netmsg="$netmsg only $nnet sandbox(es) with cube-net-expect;"; }
+check "E2B network settings are the policies cubectl net show reads back" $netst "$netmsg"
 kill $cubed_pid 2>/dev/null
 wait $cubed_pid 2>/dev/null
 sed 's/^/# cubed: /' /tmp/e2b-test/cubed.log | tail -n 20

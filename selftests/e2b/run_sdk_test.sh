@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # run_sdk_test.sh: the E2B SDK itself as cubed's client.  Boots L1 in the
-# VM harness with two ports forwarded from this machine, where
+# VM harness with three ports forwarded from this machine, where
 # e2b_serve.sh builds a template and runs cubed; then runs sdk_test.mjs
 # and every other sdk_*test.mjs beside it here under node against
 # E2B_API_URL / E2B_SANDBOX_URL on those ports.
@@ -12,15 +12,16 @@
 # Environment: SDK_SCRIPTS (other .mjs files to run), L1_APPEND (for
 # L1's command line: cube.pool=N serves from a warm pool of N),
 # E2B_SDK_DIR (where npm "e2b" is installed, default /tmp/e2bsdk: installed
-# there when missing), API_PORT / ENVD_PORT (the host's ports, default
-# 43000 / 43983), VMTEST_DIR (default build/vmtest-e2b).  Needs node (>= 18)
-# and npm.
+# there when missing), API_PORT / ENVD_PORT / PROXY_PORT (the host's ports,
+# default 43000 / 43983 / 43001: cubed's API, envd and port proxy),
+# VMTEST_DIR (default build/vmtest-e2b).  Needs node (>= 18) and npm.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 sdk=${E2B_SDK_DIR:-/tmp/e2bsdk}
 api=${API_PORT:-43000}
 envd=${ENVD_PORT:-43983}
+proxy=${PROXY_PORT:-43001}
 key=cube-e2b-test-key
 
 for tool in node npm curl; do
@@ -37,7 +38,7 @@ cp "$here"/sdk_*test.mjs "$sdk/"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 make -C "$top" --no-print-directory vmtest T=e2b:e2b_serve.sh \
-	FWD="$api:3000,$envd:49983" VMTEST_DIR="${VMTEST_DIR:-build/vmtest-e2b}" \
+	FWD="$api:3000,$envd:49983,$proxy:3001" VMTEST_DIR="${VMTEST_DIR:-build/vmtest-e2b}" \
 	>"$log" 2>&1 &
 vm=$!
 
@@ -68,7 +69,7 @@ case ${L1_APPEND:-} in
 esac
 
 export E2B_API_URL="http://127.0.0.1:$api" E2B_SANDBOX_URL="http://127.0.0.1:$envd"
-export E2B_API_KEY=$key CUBE_TEMPLATE=base
+export E2B_API_KEY=$key CUBE_TEMPLATE=base CUBE_PROXY_PORT=$proxy
 # One file after another: each is a TAP stream of its own.  SDK_SCRIPTS
 # names other files to run instead; a *_bench.mjs is a plain script.
 st=0
