@@ -23,6 +23,8 @@ cd "$(dirname "$0")" || exit 1
 . ./ktap.sh
 
 C=./cubectl
+# iproute2's ip (namespaces), not busybox's
+ip() { /usr/sbin/ip "$@"; }
 export CUBE_STATE_DIR=/tmp/net-e2e/state CUBE_RUN_DIR=/tmp/net-e2e/run
 rm -rf /tmp/net-e2e
 mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR" /tmp/net-e2e/www /var/run/netns
