@@ -444,7 +444,12 @@ int virtio_net_load(struct virtio_mmio *t, const struct virtio_net_state *s)
 	if (memcmp(s->mac, n->mac, sizeof(n->mac)) || s->mtu != NET_MTU ||
 	    s->reserved[0] || s->reserved[1] || s->reserved[2])
 		return -EINVAL;
-	/* The rings are back: the I/O thread looks at the new tap. */
+	/*
+	 * The rings are back: the I/O thread looks at the new tap, and sends
+	 * what the guest queued for TX before the snapshot (a frame the old
+	 * tap refused with EAGAIN would otherwise wait for the next kick).
+	 */
+	n->tx_blocked = n->tx_retry = true;
 	net_kick(n);
 	return 0;
 }

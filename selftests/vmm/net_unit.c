@@ -777,6 +777,22 @@ TEST(snapshot_state_round_trip)
 	EXPECT_EQ(virtio_net_load(d.t, &s), -EINVAL);
 }
 
+TEST(restore_sends_tx_left_in_the_ring)
+{
+	struct virtio_net_state s;
+	uint8_t buf[256];
+
+	dev_open(0);
+	virtio_net_save(d.t, &s);
+	/* Queued by the guest, never kicked (or refused by the old tap). */
+	tx_frame(0, 80, 5);
+	ASSERT_EQ(virtio_net_load(d.t, &s), 0);
+	nothing_on_tap();
+	poll_dev();
+	EXPECT_EQ(host_recv(buf, sizeof(buf)), NET_HDR_LEN + 80);
+	EXPECT_EQ(used_idx(TXQ), 1);
+}
+
 TEST(mac_parsing)
 {
 	uint8_t mac[6];
