@@ -108,7 +108,7 @@ static void usage(FILE *f)
 "  --id NAME            sandbox id (cgroup name; default cube-vmm-<pid>)\n"
 "  --no-cgroup          do not create a cgroup\n"
 "  --no-seccomp         do not install the seccomp filter (debugging)\n"
-"  --stats              print VM exit counts and times at the end\n"
+"  --stats              print VM exit (and network) counts and times at the end\n"
 "  -v, --verbose        more messages\n"
 "\n"
 "Exit status: 0 the guest powered off or reset, or a stop request;\n"
@@ -736,6 +736,17 @@ out:
 			"maxrss_kb=%ld minflt=%ld majflt=%ld\n", total,
 			elapsed_ms(&m->t0), ru.ru_maxrss, ru.ru_minflt,
 			ru.ru_majflt);
+		if (vm->devs[VM_DEV_NET]) {
+			struct virtio_net_stats ns;
+
+			virtio_net_get_stats(vm->devs[VM_DEV_NET], &ns);
+			fprintf(stderr, "cube-vmm: stats: net rx=%llu rx_dropped=%llu "
+				"tx=%llu tx_dropped=%llu\n",
+				(unsigned long long)ns.rx_packets,
+				(unsigned long long)ns.rx_dropped,
+				(unsigned long long)ns.tx_packets,
+				(unsigned long long)ns.tx_dropped);
+		}
 	}
 	control_close(&m->ctl);
 	vsock_destroy(vm->devs[VM_DEV_VSOCK]);

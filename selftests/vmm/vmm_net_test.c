@@ -141,6 +141,7 @@ static void boot(struct vmm_run *r, const char *tag, const char *mode,
 	argv[n++] = r->ctl;
 	argv[n++] = "--timeout";
 	argv[n++] = "360";
+	argv[n++] = "--stats";
 	if (tap_fd >= 0) {
 		argv[n++] = "--net-tap-fd";
 		argv[n++] = fdarg;
@@ -384,6 +385,22 @@ TEST(traffic_both_ways)
 	close(fd);
 	close(bfd);
 	stop(&r);
+	/* The device's counters: thousands of frames each way, none lost. */
+	{
+		char *e = slurp(r.err), *p = strstr(e, "stats: net ");
+		unsigned long long rx = 0, rxd = 1, tx = 0, txd = 1;
+
+		ASSERT_TRUE(p != NULL);
+		EXPECT_EQ(sscanf(p, "stats: net rx=%llu rx_dropped=%llu tx=%llu tx_dropped=%llu",
+				 &rx, &rxd, &tx, &txd), 4);
+		TH_LOG("frames: rx %llu (dropped %llu), tx %llu (dropped %llu)",
+		       rx, rxd, tx, txd);
+		EXPECT_GT(rx, (BULK_BYTES / 1514));
+		EXPECT_GT(tx, 100);
+		EXPECT_EQ(rxd, 0);
+		EXPECT_EQ(txd, 0);
+		free(e);
+	}
 	rm_tree(r.dir);
 }
 
