@@ -6,7 +6,8 @@
  * network namespace: the tap's receive side is what the guest sends.  Every
  * frame is passed or dropped and counted under its reason.  The checks, in
  * order: ARP only from the guest to the gateway; IPv4 from the guest's
- * address only, no fragments; DNS only to the gateway; link-local (metadata)
+ * address only, no fragments; TCP replies to the gateway (cubed's port
+ * proxy); DNS only to the gateway; link-local (metadata)
  * and the host (the cube range, the host's addresses) never; then the
  * policy trie decides, and an allow reaches a private range only when the
  * rule names that range.  See Documentation/networking.rst.
@@ -16,6 +17,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/tcp.h>
 #include <linux/ipv6.h>
 #include <linux/icmpv6.h>
 #include <bpf/bpf_helpers.h>
@@ -193,6 +195,26 @@ static __always_inline bool read_port(void *l4, void *end, __u8 proto,
 	return true;
 }
 
+/*
+ * The guest's side of a connection cubed's port proxy opened: the proxy
+ * connects from inside the namespace, from the gateway's address, so the
+ * guest answers the gateway.  Only segments that acknowledge something
+ * pass (SYN-ACK and after): a connection towards the namespace cannot be
+ * opened this way, and the namespace's input takes established flows only.
+ */
+static __always_inline bool proxy_reply(void *l4, void *end,
+					const struct iphdr *ip,
+					const struct cube_egress_cfg *cfg)
+{
+	struct tcphdr *th = l4;
+
+	if (ip->protocol != IPPROTO_TCP || ip->daddr != cfg->gw_ip)
+		return false;
+	if ((void *)(th + 1) > end)
+		return false;
+	return th->ack;
+}
+
 static __always_inline __u32 check_ipv4(void *p, void *end,
 					const struct cube_egress_cfg *cfg)
 {
@@ -209,6 +231,8 @@ static __always_inline __u32 check_ipv4(void *p, void *end,
 		return CUBE_EGRESS_DROP_PROTO;
 	if (!read_port(p + ip->ihl * 4, end, ip->protocol, &d))
 		return CUBE_EGRESS_DROP_PROTO;
+	if (proxy_reply(p + ip->ihl * 4, end, ip, cfg))
+		return CUBE_EGRESS_PASS;
 	if (d.has_port && d.port == 53) {
 		if (ip->daddr != cfg->gw_ip)
 			return CUBE_EGRESS_DROP_DNS;

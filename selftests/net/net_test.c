@@ -217,6 +217,37 @@ TEST(internet_blocks_the_rest)
 	sbx_drop(&b);
 }
 
+/*
+ * cubed's port proxy connects from the gateway's address inside the
+ * namespace: the guest's answers (SYN-ACK, then ACKs) to the gateway pass
+ * in every mode but none, a bare SYN to it does not.
+ */
+TEST(proxy_replies_to_the_gateway)
+{
+	enum cube_net_mode modes[] = { CUBE_NET_INTERNET, CUBE_NET_DENY };
+	struct nu_frame fr;
+	uint64_t passed;
+	struct sbx a;
+	size_t len, i;
+
+	WORLD();
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		MAKE(&a, policy(modes[i], NULL));
+		len = nu_ip4(&fr, CUBE_NET_GUEST_IP, CUBE_NET_GW_IP, 6, 8000,
+			     40000, NULL);
+		fr.f[14 + 20 + 13] = 0x12;		/* SYN|ACK */
+		passed = count_of(&a, CUBE_NET_PASSED);
+		ASSERT_EQ(write(a.n.tap_fd, &fr, len), (ssize_t)len);
+		EXPECT_EQ(count_of(&a, CUBE_NET_PASSED), passed + 1);
+		fr.f[14 + 20 + 13] = 0x10;		/* ACK */
+		ASSERT_EQ(write(a.n.tap_fd, &fr, len), (ssize_t)len);
+		EXPECT_EQ(count_of(&a, CUBE_NET_PASSED), passed + 2);
+		/* a connection towards the namespace cannot be opened */
+		BLOCKED(&a, CUBE_NET_GW_IP, 6, 40000, CUBE_NET_DROP_METADATA);
+		sbx_drop(&a);
+	}
+}
+
 TEST(arp_to_the_gateway)
 {
 	static const uint8_t gw[6] = CUBE_NET_GW_MAC_BYTES;
