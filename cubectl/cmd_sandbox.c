@@ -117,13 +117,34 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 	l.tmpl = &t;
 	l.vcpus = vcpus;
 	l.memory_mb = mem;
-	/* a warm sandbox fits when nothing asks for a different one */
+	/*
+	 * A warm sandbox fits when nothing asks for a different one.  Its
+	 * network is up already (policy internet): another policy but none
+	 * is swapped in before anyone has its id, so a pool saves the
+	 * network set-up too.
+	 */
 	ret = -ENOENT;
-	if (!vcpus && !mem && !l.nlabels && !l.net)
+	if (!vcpus && !mem && !l.nlabels &&
+	    (!l.net || (t.net && l.net->mode != CUBE_NET_NONE)))
 		ret = cube_nl_pool_take(nl, t.name, &id, NULL);
 	if (ret == -EPERM || ret == -EACCES) {
 		cube_nl_close(nl);
 		return cc_errno(ret, "pool");
+	}
+	if (!ret && l.net) {
+		struct cube_net_handle h;
+		char nerr[CUBE_NET_ERR_MAX] = "";
+
+		ret = cube_net_open(id, &h);
+		if (!ret) {
+			ret = cube_net_set_policy(&h, l.net, nerr);
+			cube_net_handle_close(&h);
+		}
+		if (ret) {
+			/* not with the pool's policy: start a fresh one */
+			cube_nl_sandbox_kill(nl, id, 0);
+			ret = -ENOENT;
+		}
 	}
 	if (ret) {
 		ret = cube_sandbox_launch(&l, &id, err);

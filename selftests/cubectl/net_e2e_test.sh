@@ -16,6 +16,8 @@
 #   a list     admits exactly what it names, and a live change (net set)
 #              takes effect without a restart;
 #   deny       reaches nothing; none: a device with nowhere to go;
+#   a pool     a warm sandbox, its network up, taken with another policy
+#              swapped in;
 #
 # and finally, whether a sandbox ends by kill, by SIGKILL of its VMM or of
 # its supervisor, its host-side device and its program go with it.
@@ -38,6 +40,8 @@ cleanup() {
 		ip netns del $ns 2>/dev/null
 	done
 	[ -n "$hostd" ] && kill "$hostd" 2>/dev/null
+	[ -n "$cubed" ] && kill "$cubed" 2>/dev/null
+	$C pool set nett --size 0 >/dev/null 2>&1
 	ip link del w-host 2>/dev/null
 	rm -rf /tmp/net-e2e /tmp/net-e2e-rootfs.ext4
 }
@@ -117,7 +121,26 @@ wait_links() {	# N: wait until L1 has N cube links (10 s)
 	[ "$(host_links)" = "$1" ]
 }
 
-ktap_plan 20
+pool_ready() {
+	$C pool ls | awk '$1 == "nett" && $3 >= 1 { f = 1 } END { exit !f }'
+}
+
+pool_taken() {
+	$C --json pool ls | grep -q '"taken": *1'
+}
+
+wait_until() {
+	t=$1
+	shift
+	while [ "$t" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 1
+		t=$((t - 1))
+	done
+	return 1
+}
+
+ktap_plan 23
 echo '<html>cube public</html>' > /tmp/net-e2e/www/index.html
 links0=$(host_links)
 world inet 192.0.2.1 192.0.2.2 203.0.113.10 &&
@@ -175,6 +198,30 @@ n=$($C create --template nett --net none)
 ids="$ids $d $n"
 no_reach "deny: nothing out" "$d" 203.0.113.10 80
 no_reach "none: nowhere to go" "$n" 203.0.113.10 80
+
+# a warm sandbox: taken with --net deny, the policy swapped in live
+$C pool set nett --size 1 >/dev/null
+./cubed --no-api 2>/tmp/net-e2e/cubed.log &
+cubed=$!
+wait_until 180 pool_ready && ok "cubed fills the pool, networks up" ||
+	not_ok "cubed fills the pool, networks up" "$($C pool ls)"
+pd=$($C create --template nett --net deny)
+ids="$ids $pd"
+pool_taken && $C net show "$pd" | grep -q '^policy *deny' &&
+	ok "create --net deny takes the warm sandbox" ||
+	not_ok "create --net deny takes the warm sandbox" "$($C pool ls; $C net show "$pd")"
+no_reach "and it reaches nothing" "$pd" 203.0.113.10 80
+kill "$cubed"
+wait "$cubed" 2>/dev/null
+cubed=
+$C pool set nett --size 0 >/dev/null
+# the refilled warm sandbox, and the taken one
+for i in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
+	case " $a $b $d $n " in
+	*" $i "*) ;;
+	*) $C kill "$i" >/dev/null 2>&1 ;;
+	esac
+done
 
 # every way a sandbox ends takes its network with it
 kill -9 "$(vmm_pid "$a")"
