@@ -84,7 +84,7 @@ join() {
 }
 policy_of() {
 	out=$($C net show "$1" 2>&1)
-	mode=$(echo "$out" | awk '$1 == "policy" { print $2 }')
+	mode=$(echo "$out" | awk '$1 == "policy" && /generation/ { print $2; exit }')
 	rules=$(echo "$out" | awk '/^            [a-z]/ { print $1 " " $2 }' | join)
 	echo "$mode:$rules"
 }
