@@ -71,11 +71,12 @@ endif
 # on both kernels it supports.  KVER2=<version> names another; KVER2=none
 # leaves it out.
 KVER2 ?= $(shell KVER= $(TOP)/scripts/kver 6.12)
-KMOD_GROUPS := kvm,module,memory,sandbox,netlink
+KMOD_GROUPS := kvm,module,memory,sandbox,netlink,net
 vmtest-kver2:
 	@test -n "$(KVER2)" || { echo "make check: no 6.12 kernel installed (scripts/install-deps installs it; KVER2=none to leave it out)" >&2; exit 1; }
 	$(if $(filter none,$(KVER2)),@echo "vmtest-kver2: left out (KVER2=none)",\
 	$(MAKE) -C selftests/qemu run KVER=$(KVER2) VM_KVER=$(KVER2) \
+		VM_KDIR=/lib/modules/$(KVER2)/build \
 		VMTEST_DIR=$(TOP)/build/vmtest-$(KVER2) T='$(KMOD_GROUPS)')
 
 # The unmodified E2B SDK (npm "e2b", under node on this machine) against
