@@ -61,7 +61,8 @@ unit: userspace
 ifeq ($(NATIVE),1)
 check: unit all
 	grep -q '^cube ' /proc/modules || insmod kmod/cube.ko
-	CUBE_KO=$(TOP)/kmod/cube.ko $(MAKE) -C selftests run_tests T='$(T)'
+	CUBE_KO=$(TOP)/kmod/cube.ko CUBE_L2_KERNEL=$${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)} \
+		$(MAKE) -C selftests run_tests T='$(T)'
 else
 check: unit vmtest vmtest-kver2 vmtest-harness e2b-sdk
 endif
@@ -120,8 +121,8 @@ benchmarks: all
 	rm -rf $(TOP)/build/bench && $(MAKE) --no-print-directory demo-install INSTALL_PATH=$(TOP)/build/bench
 	ln -sf $$(realpath $(GUEST_OUT)/rootfs.ext4) $(TOP)/build/bench/demo/rootfs.ext4
 	bench/clone_bench
-	bench/sandbox_bench.sh $(TOP)/build/bench/demo
-	bench/vmm_bench -k $${CUBE_L2_KERNEL:-$$(ls -1 /boot/vmlinuz-* | sort -V | tail -n 1)}
+	CUBE_KERNEL=$${CUBE_KERNEL:-/boot/vmlinuz-$(KVER)} bench/sandbox_bench.sh $(TOP)/build/bench/demo
+	bench/vmm_bench -k $${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)}
 else
 benchmarks:
 	$(MAKE) -C selftests/qemu run T=bench MEM=6144
@@ -133,7 +134,7 @@ demo: all
 	grep -q '^cube ' /proc/modules || insmod kmod/cube.ko
 	rm -rf $(DEMO_DIR) && $(MAKE) --no-print-directory demo-install INSTALL_PATH=$(DEMO_DIR)
 	ln -sf $$(realpath $(GUEST_OUT)/rootfs.ext4) $(DEMO_DIR)/demo/rootfs.ext4
-	$(DEMO_DIR)/demo/demo.sh
+	CUBE_KERNEL=$${CUBE_KERNEL:-/boot/vmlinuz-$(KVER)} $(DEMO_DIR)/demo/demo.sh
 else
 demo:
 	$(MAKE) -C selftests/qemu run T=demo

@@ -18,8 +18,8 @@ C=$dir/cubectl
 trap '$C template rm bench >/dev/null 2>&1; rm -rf "$work"' EXIT
 mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
 
-kernel=${CUBE_KERNEL:-$(ls -1 /boot/vmlinuz-*-cloud-amd64 2>/dev/null | sort -V | tail -n 1)}
-[ -n "$kernel" ] || kernel=/boot/vmlinuz
+# the kernel whose modules the initramfs carries: make benchmarks names it
+kernel=${CUBE_KERNEL:-/boot/vmlinuz}
 rootfs=$dir/rootfs.ext4
 [ -e "$rootfs" ] || rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 if [ -b "$rootfs" ]; then

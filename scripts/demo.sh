@@ -12,9 +12,9 @@
 # DIR (default: the script's own folder) holds cubectl, cube-shim, cube-vmm
 # and the guest's initramfs.cpio.gz and rootfs.ext4; the root file system
 # may instead be the test machine's disk /dev/disk/cube/rootfs-*.ext4.  The
-# guest kernel is $CUBE_KERNEL, else DIR/bzImage, else the newest
-# /boot/vmlinuz-*-cloud-amd64 (the kernel whose modules the initramfs
-# carries), else /boot/vmlinuz (the test machine's copy of that kernel).
+# guest kernel is $CUBE_KERNEL (make demo names KVER's, the kernel whose
+# modules the initramfs carries), else DIR/bzImage, else /boot/vmlinuz (the
+# test machine's copy of that kernel).
 # Needs root, /dev/kvm and cube.ko loaded.
 set -u
 dir=$(cd "${1:-$(dirname "$0")}" && pwd)
@@ -25,7 +25,7 @@ C=$dir/cubectl
 id=
 
 kernel=${CUBE_KERNEL:-}
-for k in "$dir/bzImage" $(ls -1 /boot/vmlinuz-*-cloud-amd64 2>/dev/null | sort -V | tail -n 1) /boot/vmlinuz; do
+for k in "$dir/bzImage" /boot/vmlinuz; do
 	[ -n "$kernel" ] && break
 	[ -r "$k" ] && kernel=$k
 done
