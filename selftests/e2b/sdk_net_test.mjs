@@ -67,8 +67,43 @@ async function whenServing(host, headers = {}, seconds = 90) {
   return last;
 }
 
+// python3 -m http.server where the guest's Python has it; the test rootfs
+// has python3-minimal (no http module), so else the same listing from a
+// few lines on the socket module.
+const listingServer = `import os, socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', 8000))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    try:
+        req = b''
+        while b'\\r\\n\\r\\n' not in req:
+            d = c.recv(4096)
+            if not d:
+                break
+            req += d
+        items = ''.join('<li><a href="%s">%s</a></li>' % (n, n)
+                        for n in sorted(os.listdir('.')))
+        body = ('<html><body><h1>Directory listing for /</h1><ul>%s</ul>'
+                '</body></html>\\n' % items).encode()
+        c.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/html\\r\\n'
+                  b'Content-Length: %d\\r\\n\\r\\n' % len(body) + body)
+    except OSError:
+        pass
+    finally:
+        c.close()
+`;
 const httpServer = 'mkdir -p /tmp/www && echo hi > /tmp/www/hello.txt && ' +
-  'cd /tmp/www && exec python3 -m http.server 8000 --bind 0.0.0.0';
+  'cd /tmp/www && if python3 -c "import http.server" 2>/dev/null; then ' +
+  'exec python3 -m http.server 8000 --bind 0.0.0.0; else ' +
+  'exec python3 /tmp/listing.py; fi';
+
+async function startServer(sbx) {
+  await sbx.files.write('/tmp/listing.py', listingServer);
+  await sbx.commands.run(httpServer, { background: true });
+}
 
 test('getHost(port) reaches a server in the sandbox through the proxy',
   async () => {
@@ -83,7 +118,7 @@ test('getHost(port) reaches a server in the sandbox through the proxy',
     assert.equal(info.sandboxDomain, host.slice(host.indexOf('.') + 1));
 
     const tok = { 'e2b-traffic-access-token': sbx.trafficAccessToken };
-    await sbx.commands.run(httpServer, { background: true });
+    await startServer(sbx);
     const r = await whenServing(host, tok);
     assert.equal(r.status, 200, `the proxy answered: ${r.body}`);
     assert.match(r.body, /hello\.txt/);
@@ -143,7 +178,7 @@ test('allowInternetAccess: false: deny, reported, ports still served',
     assert.equal(info.allowInternetAccess, false);
     assert.equal(info.network.allowPublicTraffic, true);
     assert.equal(sbx.trafficAccessToken, undefined);
-    await sbx.commands.run(httpServer, { background: true });
+    await startServer(sbx);
     const r = await whenServing(sbx.getHost(8000));
     assert.equal(r.status, 200, `the proxy answered: ${r.body}`);
   });
