@@ -90,7 +90,11 @@ $C pool set benchnone --size "$N" >/dev/null
 cubed=$!
 full() { $C pool ls | awk -v n="$N" '$1 ~ /^bench(net|none)$/ && $3 >= n { f++ } END { exit f != 2 }'; }
 i=0
-while ! full && [ $i -lt 600 ]; do sleep 1; i=$((i + 1)); done
+while ! full && [ $i -lt 300 ] && kill -0 "$cubed" 2>/dev/null; do
+	sleep 1
+	i=$((i + 1))
+done
+full || { echo "# net_bench: the pools did not fill: $(tail -n 3 "$work/cubed.log")"; exit 1; }
 kill "$cubed"
 wait "$cubed" 2>/dev/null
 cubed=
