@@ -1,24 +1,48 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# build.sh OUTDIR: the guest's read-only root filesystem image.
+# build.sh OUTDIR [VARIANT]: the guest's read-only root filesystem image.
 #
 # Debian bookworm, minbase variant, with python3-minimal, from the Debian
 # mirror of the machine's apt sources, packed into an ext4 image with
 # e2fsprogs.  Cached as OUTDIR/rootfs-<hash>.ext4 by the hash of this
 # recipe, rebuilt only when it changes; OUTDIR/rootfs.ext4 links to it.
 # Needs root (debootstrap) and ~25 s with a close mirror.
+#
+# VARIANT code-interpreter: the same base with the full python3, a Jupyter
+# kernel (python3-ipykernel, python3-jupyter-client), matplotlib, numpy and
+# pandas, and the code interpreter service of guest/code-interpreter/
+# installed as /usr/local/bin/cube-code-interpreter.  Cached the same way
+# as OUTDIR/code-interpreter-<hash>.ext4 (the hash also covers the
+# service's files), linked as OUTDIR/code-interpreter.ext4.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:?usage: build.sh OUTDIR}
+out=${1:?usage: build.sh OUTDIR [code-interpreter]}
+variant=${2:-}
 suite=bookworm
 include=python3-minimal
+ci=$here/../code-interpreter
 
-hash=$(cat "$here/build.sh" | sha256sum | cut -c1-16)
-img=$out/rootfs-$hash.ext4
+case $variant in
+"")
+	name=rootfs
+	hash=$(cat "$here/build.sh" | sha256sum | cut -c1-16)
+	;;
+code-interpreter)
+	name=code-interpreter
+	include="$include,python3,python3-ipykernel,python3-jupyter-client,python3-matplotlib,python3-numpy,python3-pandas"
+	hash=$( (cat "$here/build.sh"; cd "$ci" && find . -type f | LC_ALL=C sort |
+		while read -r f; do echo "$f"; cat "$f"; done) | sha256sum | cut -c1-16)
+	;;
+*)
+	echo "rootfs: unknown variant $variant (code-interpreter)" >&2
+	exit 2
+	;;
+esac
+img=$out/$name-$hash.ext4
 if [ -f "$img" ]; then
-	ln -sfn "rootfs-$hash.ext4" "$out/rootfs.ext4"
+	ln -sfn "$name-$hash.ext4" "$out/$name.ext4"
 	exit 0
 fi
 for t in debootstrap mkfs.ext4; do
@@ -44,8 +68,8 @@ dir=$(mktemp -d "$out/.rootfs.XXXXXX")
 trap 'rm -rf "$dir" "$img.tmp"' EXIT
 start=$(date +%s)
 debootstrap --variant=minbase --include="$include" "$suite" "$dir" "$mirror" \
-	> "$out/rootfs-debootstrap.log" 2>&1 ||
-	{ echo "rootfs: debootstrap failed, see $out/rootfs-debootstrap.log" >&2; exit 1; }
+	> "$out/$name-debootstrap.log" 2>&1 ||
+	{ echo "rootfs: debootstrap failed, see $out/$name-debootstrap.log" >&2; exit 1; }
 # what a sandbox does not need
 rm -rf "$dir/var/cache/apt/"*.bin "$dir/var/cache/apt/archives/"*.deb \
 	"$dir/var/lib/apt/lists/"* "$dir/usr/share/doc" "$dir/usr/share/man" \
@@ -57,14 +81,24 @@ if [ "$(chroot "$dir" python3 -c 'print(2+2)')" != 4 ]; then
 	echo "rootfs: python3 does not work in the new root" >&2
 	exit 1
 fi
+if [ "$variant" = code-interpreter ]; then
+	install -d "$dir/usr/local/lib/cube-code-interpreter"
+	install -m 0644 "$ci"/*.py "$dir/usr/local/lib/cube-code-interpreter/"
+	install -m 0755 "$ci/cube-code-interpreter" "$dir/usr/local/bin/"
+	if ! chroot "$dir" python3 -c 'import ipykernel, jupyter_client, matplotlib, numpy, pandas' \
+		>"$out/$name-check.log" 2>&1; then
+		echo "rootfs: the Jupyter stack does not import, see $out/$name-check.log" >&2
+		exit 1
+	fi
+fi
 kib=$(du -sk "$dir" | cut -f1)
 # the image is read-only in the guest: little room beyond the files
 size=$(( kib + kib / 10 + 16384 ))
 mkfs.ext4 -q -F -L cube-root -O ^has_journal -E root_owner=0:0 \
 	-U 6375622d-726f-6f74-6673-000000000001 -d "$dir" "$img.tmp" "${size}k"
 mv "$img.tmp" "$img"
-ln -sfn "rootfs-$hash.ext4" "$out/rootfs.ext4"
-for old in "$out"/rootfs-*.ext4; do
+ln -sfn "$name-$hash.ext4" "$out/$name.ext4"
+for old in "$out/$name"-*.ext4; do
 	[ "$old" = "$img" ] || rm -f "$old"
 done
 echo "rootfs: $img ($(( size / 1024 )) MiB) in $(( $(date +%s) - start )) s"
