@@ -378,6 +378,9 @@ int main(int argc, char **argv)
 		api.keys = &keys;
 		api.backend = cube_backend_e2b(be);
 		api.domain = o.domain;
+		/* E2b-Sandbox-Port requests on envd's listener (runCode) */
+		api.ports = &cube_backend_proxy_ops;
+		api.ports_ctx = be;
 		if (o.proxy_port) {
 			struct e2b_proxy_config pc = {
 				.addr = o.addr, .port = o.proxy_port,

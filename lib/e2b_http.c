@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "connect_frame.h"
+#include "e2b_forward.h"
 #include "e2b_http.h"
 #include "e2b_json.h"
 
@@ -17,6 +18,10 @@ void e2b_response_free(struct e2b_response *r)
 {
 	free(r->body);
 	r->body = NULL;
+	if (r->content_type_owned && r->content_type == r->content_type_owned)
+		r->content_type = NULL;
+	free(r->content_type_owned);
+	r->content_type_owned = NULL;
 	if (r->stream)
 		r->stream->free(r->stream);
 	r->stream = NULL;
@@ -334,6 +339,18 @@ void e2b_dispatch(const struct e2b_api *api, const struct e2b_request *req,
 	int ret;
 
 	memset(resp, 0, sizeof(*resp));
+	if (req->plane == E2B_PLANE_ENVD) {
+		int port = e2b_forward_port(req->header(req->ctx, "E2b-Sandbox-Port"));
+
+		if (port < 0) {
+			e2b_reply_error(resp, 400, "bad E2b-Sandbox-Port header");
+			return;
+		}
+		if (port) {
+			e2b_forward(api, req, port, resp);
+			return;
+		}
+	}
 	ret = e2b_route(req->plane, req->method, req->path, &rt);
 	if (ret == -EOPNOTSUPP) {
 		e2b_reply_error(resp, 405, "method %s not allowed here",

@@ -21,6 +21,7 @@
 #include "e2b_route.h"
 
 struct json_object;
+struct e2b_proxy_ops;
 
 /* Largest request body read into memory (JSON requests). */
 #define E2B_BODY_MAX		(1024 * 1024)
@@ -40,6 +41,12 @@ struct json_object;
  * @body: the body (not NUL-terminated), NULL when empty
  * @body_len: its length
  * @body_too_large: the body was longer than %E2B_BODY_MAX and was dropped
+ * @each_header: call @fn for every request header, in order (NULL: not
+ *	available); used to pass requests on (e2b_forward.h)
+ * @each_query: the same for the query-string arguments (@value NULL for
+ *	an argument without '=')
+ * @client_fd: the client's socket, watched for its close while an answer
+ *	is awaited; -1 when unknown
  */
 struct e2b_request {
 	enum e2b_plane plane;
@@ -51,6 +58,13 @@ struct e2b_request {
 	const char *body;
 	size_t body_len;
 	bool body_too_large;
+	void (*each_header)(void *ctx, void (*fn)(void *arg, const char *name,
+						   const char *value),
+			    void *arg);
+	void (*each_query)(void *ctx, void (*fn)(void *arg, const char *name,
+						  const char *value),
+			   void *arg);
+	int client_fd;
 };
 
 /**
@@ -71,6 +85,9 @@ struct e2b_stream {
  * @body: malloc()ed body (freed by e2b_response_free())
  * @len: its length
  * @stream: when not NULL, the body is streamed from it instead
+ * @content_type_owned: a malloc()ed content type (@content_type points to
+ *	it; freed by e2b_response_free()), for answers passed on from a
+ *	sandbox's port
  */
 struct e2b_response {
 	unsigned int status;
@@ -78,6 +95,7 @@ struct e2b_response {
 	char *body;
 	size_t len;
 	struct e2b_stream *stream;
+	char *content_type_owned;
 };
 
 void e2b_response_free(struct e2b_response *r);
@@ -88,11 +106,16 @@ void e2b_response_free(struct e2b_response *r);
  * @backend: the backend
  * @domain: where sandboxes' ports are served, "<port>-<id>.<domain>"
  *	(the port proxy, e2b_proxy.h); NULL: reported as null
+ * @ports, @ports_ctx: the sandboxes' network namespaces, for envd-plane
+ *	requests naming another port (e2b_forward.h); NULL: such requests
+ *	are answered 502
  */
 struct e2b_api {
 	const struct e2b_keys *keys;
 	struct e2b_backend backend;
 	const char *domain;
+	const struct e2b_proxy_ops *ports;
+	void *ports_ctx;
 };
 
 /**

@@ -192,7 +192,7 @@ static int read_head(struct conn *c, char *buf, size_t *len,
 }
 
 /* a socket in namespace @ns; the calling thread's namespace is restored */
-static int socket_in(struct e2b_proxy *p, int ns)
+static int socket_in(int self_ns, int ns)
 {
 	int fd, err;
 
@@ -200,7 +200,7 @@ static int socket_in(struct e2b_proxy *p, int ns)
 		return -errno;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	err = fd < 0 ? -errno : 0;
-	if (setns(p->self_ns, CLONE_NEWNET)) {
+	if (setns(self_ns, CLONE_NEWNET)) {
 		/*
 		 * This thread stays in the sandbox's namespace: it makes no
 		 * other socket, and its end releases the namespace.
@@ -242,6 +242,25 @@ static int connect_guest(int fd, unsigned int port)
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl))
 		return -errno;
 	return -err;
+}
+
+int e2b_proxy_dial(int netns_fd, unsigned int port)
+{
+	int self, fd, ret;
+
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return -errno;
+	fd = socket_in(self, netns_fd);
+	close(self);
+	if (fd < 0)
+		return fd;
+	ret = connect_guest(fd, port);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
 }
 
 struct dir {
@@ -365,7 +384,7 @@ static void serve(struct conn *c)
 		      E2B_TRAFFIC_TOKEN_HEADER);
 		goto out;
 	}
-	fd = socket_in(p, t.netns_fd);
+	fd = socket_in(p->self_ns, t.netns_fd);
 	close(t.netns_fd);
 	if (fd < 0) {
 		reply(c->cfd, 502, "Bad Gateway",

@@ -124,6 +124,16 @@ struct e2b_proxy_config {
 
 struct e2b_proxy;
 
+/**
+ * e2b_proxy_dial() - a TCP connection to port @port of the guest, made
+ * inside the network namespace @netns_fd (which the caller still closes)
+ *
+ * The calling thread is back in its own namespace on return.
+ * Return: the connected socket (non-blocking), or -ECONNREFUSED,
+ * -ETIMEDOUT (E2B_PROXY_CONNECT_MS) and other -errno.
+ */
+int e2b_proxy_dial(int netns_fd, unsigned int port);
+
 /* Return: 0, -EINVAL for a bad address, -EADDRINUSE and other -errno */
 int e2b_proxy_start(const struct e2b_proxy_config *cfg,
 		    struct e2b_proxy **out);

@@ -15,6 +15,7 @@
 
 #include <microhttpd.h>
 
+#include "e2b_forward.h"
 #include "e2b_server.h"
 
 struct e2b_server {
@@ -54,6 +55,50 @@ static const char *hdr_lookup(void *ctx, const char *name)
 static const char *query_lookup(void *ctx, const char *name)
 {
 	return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct each {
+	void (*fn)(void *arg, const char *name, const char *value);
+	void *arg;
+};
+
+static enum MHD_Result each_value(void *cls, enum MHD_ValueKind kind,
+				  const char *key, const char *value)
+{
+	struct each *e = cls;
+
+	e->fn(e->arg, key, value);
+	return MHD_YES;
+}
+
+static void each_of(void *ctx, enum MHD_ValueKind kind,
+		    void (*fn)(void *, const char *, const char *), void *arg)
+{
+	struct each e = { fn, arg };
+
+	MHD_get_connection_values(ctx, kind, each_value, &e);
+}
+
+static void each_header(void *ctx,
+			void (*fn)(void *, const char *, const char *),
+			void *arg)
+{
+	each_of(ctx, MHD_HEADER_KIND, fn, arg);
+}
+
+static void each_query(void *ctx,
+		       void (*fn)(void *, const char *, const char *),
+		       void *arg)
+{
+	each_of(ctx, MHD_GET_ARGUMENT_KIND, fn, arg);
+}
+
+static int client_fd(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return ci ? ci->connect_fd : -1;
 }
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -294,6 +339,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 	struct e2b_request req = {
 		.plane = pc->plane, .method = method, .path = url,
 		.header = hdr_lookup, .query = query_lookup, .ctx = c,
+		.each_header = each_header, .each_query = each_query,
+		.client_fd = client_fd(c),
 	};
 	struct e2b_response resp = { 0 };
 
@@ -305,7 +352,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 			return MHD_NO;
 		cn->plane = pc->plane;
 		*con_cls = cn;
+		/* not for requests passed on to another port (e2b_forward.h) */
 		if (pc->plane == E2B_PLANE_ENVD &&
+		    !e2b_forward_port(hdr_lookup(c, "E2b-Sandbox-Port")) &&
 		    !e2b_route(pc->plane, method, url, &rt) &&
 		    rt.id == E2B_R_FILES_POST) {
 			cn->upload = true;
