@@ -67,6 +67,11 @@ int cube_snapshot_nl_get_dumpit(struct sk_buff *skb,
 int cube_snapshot_nl_del_doit(struct sk_buff *skb, struct genl_info *info);
 extern const struct nla_policy cube_snapshot_nl_policy[];
 
+/* quota.c: bounds on what one user holds in snapshots */
+int cube_quota_charge(kuid_t owner, unsigned long pages);
+void cube_quota_uncharge(kuid_t owner, unsigned long pages);
+void cube_quota_exit(void);
+
 /* snapshot.c, clone.c: guest memory snapshots and copy-on-write clones */
 struct cube_clone;
 /*

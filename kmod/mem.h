@@ -26,6 +26,7 @@ struct cube_snapshot {
 	struct kref ref;
 	u64 id;
 	kuid_t owner;			/* effective uid of the creator */
+	bool charged;			/* to its owner's quota (quota.c) */
 	pgoff_t nr_pages;
 	unsigned int depth;
 	struct cube_snapshot *parent;

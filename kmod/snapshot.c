@@ -96,6 +96,8 @@ static void cube_snapshot_release(struct kref *ref)
 	}
 	xa_destroy(&snap->pages);
 	xa_destroy(&snap->ws);
+	if (snap->charged)
+		cube_quota_uncharge(snap->owner, snap->held);
 	kfree(snap);
 	atomic64_dec(&cube_stats.snapshots);
 	if (parent) {
@@ -184,12 +186,19 @@ struct cube_snapshot *cube_snapshot_next(u64 *id)
  * snapshot at any time: the caller must not touch @snap again, and reads
  * the id from @id.
  *
- * Return: 0 or a negative errno (the reference is dropped then).
+ * Return: 0, -EDQUOT (its owner holds too much already, see quota.c) or
+ * another negative errno (the reference is dropped then).
  */
 static int cube_snapshot_link(struct cube_snapshot *snap, u64 *id)
 {
 	int ret;
 
+	ret = cube_quota_charge(snap->owner, snap->held);
+	if (ret) {
+		cube_snapshot_put(snap);
+		return ret;
+	}
+	snap->charged = true;
 	*id = atomic64_inc_return(&cube_snapshot_last_id);
 	snap->id = *id;
 	ret = xa_insert(&cube_snapshots, *id, snap, GFP_KERNEL);
@@ -669,6 +678,7 @@ int cube_mem_init(void)
 void cube_mem_exit(void)
 {
 	cube_snapshot_unlink_all();
+	cube_quota_exit();
 	cube_clone_fs_exit();
 	__free_page(cube_zero_page);
 }

@@ -629,6 +629,7 @@ int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 	struct cube_template t;
 	struct cube_launch l = { .tmpl = &t, .own_snapshot = true };
 	char ctl[PATH_MAX], req[PATH_MAX + 64], reply[512];
+	struct cube_net_policy *policy = NULL;
 	struct timespec now;
 	int ret;
 
@@ -638,6 +639,33 @@ int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 	ret = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
 	if (ret)
 		return ret;
+	/*
+	 * The fork starts with its parent's egress policy as it is now, never
+	 * with a wider one: a parent without an egress program has policy
+	 * none (a device with nowhere to go).
+	 */
+	if (t.net) {
+		struct cube_net_handle h;
+
+		policy = calloc(1, sizeof(*policy));
+		if (!policy)
+			return -ENOMEM;
+		ret = cube_net_open(id, &h);
+		if (!ret) {
+			ret = cube_net_get_policy(&h, policy, NULL);
+			cube_net_handle_close(&h);
+		} else if (ret == -ENOENT) {
+			policy->mode = CUBE_NET_NONE;
+			ret = 0;
+		}
+		if (ret) {
+			set_err(err, "cannot read sandbox %llu's network policy: %s",
+				(unsigned long long)id, strerror(-ret));
+			free(policy);
+			return ret;
+		}
+		l.net = policy;
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(req, sizeof(req), "%s/forks", cube_state_dir());
 	mkdir(cube_state_dir(), 0755);
@@ -645,19 +673,23 @@ int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 	if (snprintf(t.snapshot, sizeof(t.snapshot), "%s/forks/%llu-%lld-%ld-%u",
 		     cube_state_dir(), (unsigned long long)id,
 		     (long long)now.tv_sec, now.tv_nsec, __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED)) >=
-	    (int)sizeof(t.snapshot))
+	    (int)sizeof(t.snapshot)) {
+		free(policy);
 		return -ENAMETOOLONG;
+	}
 	snprintf(req, sizeof(req), "snapshot %s\n", t.snapshot);
 	ret = cube_control(ctl, req, reply, sizeof(reply));
 	if (ret) {
 		cube_remove_tree(t.snapshot);
 		set_err(err, "cannot snapshot sandbox %llu: %s",
 			(unsigned long long)id, reply[0] ? reply : strerror(-ret));
+		free(policy);
 		return ret == -ECONNREFUSED ? -ENOENT : ret;
 	}
 	ret = cube_sandbox_launch(&l, nid, err);
 	if (ret)
 		cube_remove_tree(t.snapshot);	/* the shim never ran */
+	free(policy);
 	return ret;
 }
 

@@ -132,7 +132,8 @@ int cube_control(const char *path, const char *req, char *reply, size_t len);
  * @err: reason on failure
  *
  * The snapshot is kept in $CUBE_STATE_DIR/forks/ for as long as the fork
- * lives; nothing stays behind when the fork fails.
+ * lives; nothing stays behind when the fork fails.  The fork starts with
+ * the parent's egress policy as it is at the time of the fork.
  */
 int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 		      char *err);

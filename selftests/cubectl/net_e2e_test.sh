@@ -140,7 +140,7 @@ wait_until() {
 	return 1
 }
 
-ktap_plan 23
+ktap_plan 25
 echo '<html>cube public</html>' > /tmp/net-e2e/www/index.html
 links0=$(host_links)
 world inet 192.0.2.1 192.0.2.2 203.0.113.10 &&
@@ -197,6 +197,12 @@ d=$($C create --template nett --net deny)
 n=$($C create --template nett --net none)
 ids="$ids $d $n"
 no_reach "deny: nothing out" "$d" 203.0.113.10 80
+f=$($C fork "$d")
+ids="$ids $f"
+$C net show "$f" | grep -q '^policy *deny' &&
+	ok "a fork keeps its parent's policy" ||
+	not_ok "a fork keeps its parent's policy" "$($C net show "$f" 2>&1 | head -n 3)"
+no_reach "and reaches nothing either" "$f" 203.0.113.10 80
 no_reach "none: nowhere to go" "$n" 203.0.113.10 80
 
 # a warm sandbox: taken with --net deny, the policy swapped in live
@@ -217,7 +223,7 @@ cubed=
 $C pool set nett --size 0 >/dev/null
 # the refilled warm sandbox, and the taken one
 for i in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
-	case " $a $b $d $n " in
+	case " $a $b $d $n $f " in
 	*" $i "*) ;;
 	*) $C kill "$i" >/dev/null 2>&1 ;;
 	esac
@@ -227,7 +233,7 @@ done
 kill -9 "$(vmm_pid "$a")"
 p=$(vmm_pid "$b")
 kill -9 "$(awk '{ print $4 }' "/proc/$p/stat")"
-$C kill "$d" "$n" >/dev/null 2>&1
+$C kill "$d" "$n" "$f" >/dev/null 2>&1
 wait_links "$links0" && ! $C net show "$a" >/dev/null 2>&1 &&
 	! $C net show "$b" >/dev/null 2>&1 &&
 	ok "kill, SIGKILL of a VMM or a shim: nothing left" ||

@@ -4,7 +4,9 @@
  * unprivileged users, A and B, both in the group that may open /dev/cube:
  * B can neither read, clone nor delete A's snapshot, nor take from or feed
  * a pool that is not its own, nor listen to the events group; A (from any
- * of its processes) and an administrator can.
+ * of its processes) and an administrator can.  What one user holds in
+ * snapshots is bounded (count and memory); reaching a bound fails with
+ * EDQUOT and costs nobody else anything.
  */
 #include <grp.h>
 #include <sys/mman.h>
@@ -241,6 +243,136 @@ TEST(pool_belongs_to_its_creator)
 	EXPECT_EQ(cnl_pool_del(&nl, "owner-p"), 0);
 	unshare_dev();
 	cnl_close(&nl);
+	close(dev);
+}
+
+#define PARAMS	"/sys/module/cube/parameters/"
+
+static int set_param(const char *name, unsigned int v)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%u\n", v) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/* A snapshot of @pages pages of data; its id, or 0 with errno set. */
+static uint64_t snap_pages(int dev, size_t pages)
+{
+	struct cube_snapshot_create c = {
+		.source = CUBE_SNAPSHOT_SRC_USER, .fd = -1,
+		.length = pages * PAGE,
+	};
+	char *buf = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ret;
+
+	if (buf == MAP_FAILED)
+		return 0;
+	memset(buf, 0x5a, pages * PAGE);	/* no page is a hole */
+	c.addr = (uintptr_t)buf;
+	ret = ioctl(dev, CUBE_IOC_SNAPSHOT_CREATE, &c);
+	munmap(buf, pages * PAGE);
+	return ret ? 0 : c.id;
+}
+
+static int del(int dev, uint64_t id)
+{
+	struct cube_snapshot_id d = { .id = id };
+
+	return ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &d);
+}
+
+/* A, with at most 2 snapshots: the third fails, a deleted one in use by a
+ * clone still counts, one gone for good makes room. */
+static int a_count_bound(void *p)
+{
+	struct cube_clone_create cc = { 0 };
+	int dev = sb_open_dev(), clone;
+	uint64_t s1, s2;
+
+	if (dev < 0)
+		return 10;
+	s1 = snap_pages(dev, 1);
+	s2 = snap_pages(dev, 1);
+	if (!s1 || !s2)
+		return 11;
+	if (snap_pages(dev, 1) || errno != EDQUOT)
+		return 12;
+	cc.snapshot_id = s1;
+	clone = ioctl(dev, CUBE_IOC_CLONE_CREATE, &cc);
+	if (clone < 0 || del(dev, s1))
+		return 13;
+	if (snap_pages(dev, 1) || errno != EDQUOT)
+		return 14;		/* the clone still holds s1 */
+	close(clone);
+	s1 = snap_pages(dev, 1);
+	if (!s1)
+		return 15;
+	return del(dev, s1) || del(dev, s2) ? 16 : 0;
+}
+
+/* B, meanwhile: its own bound, untouched by A's snapshots. */
+static int b_one_more(void *p)
+{
+	int dev = sb_open_dev();
+	uint64_t id;
+
+	if (dev < 0)
+		return 10;
+	id = snap_pages(dev, 1);
+	if (!id)
+		return 11;
+	*(uint64_t *)p = id;
+	return 0;
+}
+
+/* A, with at most 1 MiB (256 pages): 2 MiB fails, 256 pages fit, one
+ * page more does not. */
+static int a_size_bound(void *p)
+{
+	int dev = sb_open_dev();
+	uint64_t id;
+
+	if (dev < 0)
+		return 10;
+	if (snap_pages(dev, 512) || errno != EDQUOT)
+		return 11;
+	id = snap_pages(dev, 256);
+	if (!id)
+		return 12;
+	if (snap_pages(dev, 1) || errno != EDQUOT)
+		return 13;
+	return del(dev, id) ? 14 : 0;
+}
+
+TEST(snapshots_per_user_are_bounded)
+{
+	uint64_t *b_id = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int dev = sb_open_dev();
+
+	ASSERT_GE(dev, 0);
+	ASSERT_NE(b_id, MAP_FAILED);
+	share_dev();
+	ASSERT_EQ(set_param("max_snapshot_mib_per_user", 0), 0);
+	ASSERT_EQ(set_param("max_snapshots_per_user", 2), 0);
+	ASSERT_EQ(as_user(UID_B, b_one_more, b_id), 0);
+	EXPECT_EQ(as_user(UID_A, a_count_bound, NULL), 0);
+	ASSERT_EQ(set_param("max_snapshots_per_user", 0), 0);
+	ASSERT_EQ(set_param("max_snapshot_mib_per_user", 1), 0);
+	EXPECT_EQ(as_user(UID_A, a_size_bound, NULL), 0);
+	/* B's snapshot was never in the way, and is still there */
+	EXPECT_EQ(del(dev, *b_id), 0);
+	set_param("max_snapshot_mib_per_user", 0);
+	set_param("max_snapshots_per_user", 4096);
+	unshare_dev();
 	close(dev);
 }
 
