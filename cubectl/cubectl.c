@@ -190,6 +190,7 @@ static const struct {
 } cmds[] = {
 	{ "create", cmd_create, "create [--template T] [--vcpus N] [--memory MIB] [--timeout S] [--net none|deny|internet|FILE] [--label K=V]..." },
 	{ "exec", cmd_exec, "exec [-i] [-t] [--env K=V]... [--cwd D] [--user U] [--timeout S] ID -- CMD [ARG]..." },
+	{ "run", cmd_run, "run ID [--language L] CODE|-  (the code interpreter: text, images saved)" },
 	{ "fork", cmd_fork, "fork ID" },
 	{ "kill", cmd_kill, "kill ID..." },
 	{ "ls", cmd_ls, "ls" },

@@ -67,6 +67,7 @@ void cc_age(uint64_t created_ns, char *buf, size_t len);	/* "3m" */
 /* commands: (ctx, argc, argv) with argv[0] the command name */
 int cmd_create(struct cctx *c, int argc, char **argv);
 int cmd_fork(struct cctx *c, int argc, char **argv);
+int cmd_run(struct cctx *c, int argc, char **argv);
 int cmd_kill(struct cctx *c, int argc, char **argv);
 int cmd_ls(struct cctx *c, int argc, char **argv);
 int cmd_inspect(struct cctx *c, int argc, char **argv);

@@ -31,7 +31,9 @@ case $variant in
 	;;
 code-interpreter)
 	name=code-interpreter
-	include="$include,python3,python3-ipykernel,python3-jupyter-client,python3-matplotlib,python3-numpy,python3-pandas"
+	# installed with apt in the new root (debootstrap's own dependency
+	# resolution leaves python3-zmq unconfigurable)
+	extra="python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy python3-pandas"
 	hash=$( (cat "$here/build.sh"; cd "$ci" && find . -type f | LC_ALL=C sort |
 		while read -r f; do echo "$f"; cat "$f"; done) | sha256sum | cut -c1-16)
 	;;
@@ -70,6 +72,18 @@ start=$(date +%s)
 debootstrap --variant=minbase --include="$include" "$suite" "$dir" "$mirror" \
 	> "$out/$name-debootstrap.log" 2>&1 ||
 	{ echo "rootfs: debootstrap failed, see $out/$name-debootstrap.log" >&2; exit 1; }
+if [ "$variant" = code-interpreter ]; then
+	mount -t proc proc "$dir/proc"
+	trap 'umount "$dir/proc" 2>/dev/null; rm -rf "$dir" "$img.tmp"' EXIT
+	if ! { chroot "$dir" apt-get update &&
+		chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			--no-install-recommends $extra; } >> "$out/$name-debootstrap.log" 2>&1; then
+		echo "rootfs: apt-get install failed, see $out/$name-debootstrap.log" >&2
+		exit 1
+	fi
+	chroot "$dir" apt-get clean
+	umount "$dir/proc"
+fi
 # what a sandbox does not need
 rm -rf "$dir/var/cache/apt/"*.bin "$dir/var/cache/apt/archives/"*.deb \
 	"$dir/var/lib/apt/lists/"* "$dir/usr/share/doc" "$dir/usr/share/man" \

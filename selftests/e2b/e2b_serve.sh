@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # e2b_serve.sh: the L1 half of the E2B SDK test.  Builds the "base"
-# template, runs cubed with the E2B API on the forwarded ports, and serves
+# template and the code interpreter's "code-interpreter-v1" (from the
+# code-interpreter rootfs disk, its service started and warmed before the
+# snapshot: what sdk_code_test.mjs drives), runs cubed with the E2B API on the forwarded ports, and serves
 # until the build host's run_sdk_test.sh says it is done (it creates a
 # sandbox with metadata cube-test=done), then checks the egress policies of
 # the sandboxes sdk_net_test.mjs left running (metadata cube-net-expect:
@@ -33,7 +35,7 @@ sandboxes() {
 }
 
 echo "KTAP version 1"
-echo "1..5"
+echo "1..7"
 rm -rf /tmp/e2b-test
 mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
@@ -43,6 +45,18 @@ $C template build base --kernel /boot/vmlinuz --initrd ./initramfs.cpio.gz \
 	>/tmp/e2b-test/build.log 2>&1
 st=$?
 check "template base builds" $st "$(tail -n 5 /tmp/e2b-test/build.log)"
+# The documented command (Documentation/e2b-api.rst, Code interpreter),
+# with the image copied out of its read-only disk as the base's is.
+ci=$(ls /dev/disk/cube/code-interpreter-*.ext4 2>/dev/null | head -n 1)
+start=$(date +%s)
+cp "$ci" /tmp/e2b-ci-rootfs.ext4 2>/dev/null &&
+$C template build code-interpreter-v1 --kernel /boot/vmlinuz \
+	--initrd ./initramfs.cpio.gz --rootfs /tmp/e2b-ci-rootfs.ext4 \
+	--append cube.rootfstype=ext4 --memory 1024 \
+	--run 'cube-code-interpreter --start' >/tmp/e2b-test/build-ci.log 2>&1
+st=$?
+echo "# template code-interpreter-v1: $(($(date +%s) - start)) s; $(grep 'warm and listening' /tmp/e2b-test/build-ci.log)"
+check "template code-interpreter-v1 builds (its service warm)" $st "disk '$ci'; $(tail -n 15 /tmp/e2b-test/build-ci.log)"
 echo cube-e2b-test-key > /tmp/e2b-test/keys
 ./cubed --listen 0.0.0.0 --api-port 3000 --envd-port 49983 --proxy-port 3001 \
 	--api-key-file /tmp/e2b-test/keys -v 2>/tmp/e2b-test/cubed.log &
@@ -77,6 +91,32 @@ while [ $t -gt 0 ] && kill -0 $cubed_pid 2>/dev/null; do
 	[ $((t % 120)) = 0 ] && echo "# serving; $t s left"
 done
 check "the build host ran its test" $done "no done marker; $(tail -n 5 /tmp/e2b-test/cubed.log)"
+
+# cubectl run: the same service for people (text; images saved to files)
+runst=1 runmsg=
+id=$($C create --template code-interpreter-v1 2>&1)
+if [ -n "$id" ] && [ "$id" -eq "$id" ] 2>/dev/null; then
+	out=$(cd /tmp/e2b-test && "$OLDPWD/$C" run "$id" 'print(2 + 2)' 2>&1)
+	img=$(cd /tmp/e2b-test && "$OLDPWD/$C" run "$id" - 2>&1 <<-'EOF'
+	import matplotlib.pyplot as plt
+	plt.plot([1, 2])
+	plt.show()
+	EOF
+	)
+	bash_out=$(cd /tmp/e2b-test && "$OLDPWD/$C" run "$id" --language bash 'echo hi; exit_code=3' 2>&1)
+	err=$(cd /tmp/e2b-test && "$OLDPWD/$C" run "$id" '1/0' 2>&1)
+	errst=$?
+	path=$(echo "$img" | sed -n 's/^image: //p')
+	if [ "$out" = 4 ] && [ -s "/tmp/e2b-test/$path" ] && [ "$bash_out" = hi ] &&
+	   [ $errst = 1 ] && echo "$err" | grep -q ZeroDivisionError; then
+		runst=0
+	fi
+	runmsg="print: '$out'; plot: '$img'; bash: '$bash_out'; 1/0 ($errst): '$err'"
+	$C kill "$id" >/dev/null 2>&1
+else
+	runmsg="cubectl create: $id"
+fi
+check "cubectl run prints results and saves images" $runst "$runmsg"
 
 # "MODE:RULE;RULE..." of a live sandbox, rules sorted
 join() {
@@ -120,5 +160,6 @@ done
 [ "$(sandboxes)" = 0 ]
 check "no sandbox is left" $? "$($C ls)"
 $C template rm base >/dev/null 2>&1
-rm -rf /tmp/e2b-test /tmp/e2b-rootfs.ext4
+$C template rm code-interpreter-v1 >/dev/null 2>&1
+rm -rf /tmp/e2b-test /tmp/e2b-rootfs.ext4 /tmp/e2b-ci-rootfs.ext4
 exit $failed

@@ -32,18 +32,27 @@ if [ ! -d "$sdk/node_modules/e2b" ]; then
 	(cd "$sdk" && npm init -y >/dev/null && npm install e2b >/dev/null) ||
 		{ echo "run_sdk_test: cannot install the e2b SDK in $sdk" >&2; exit 1; }
 fi
+# sdk_code_test.mjs: runCode from the unmodified code interpreter SDK
+ci_sdk=2.8.0
+if ! grep -qs "\"version\": \"$ci_sdk\"" "$sdk/node_modules/@e2b/code-interpreter/package.json"; then
+	(cd "$sdk" && npm install "@e2b/code-interpreter@$ci_sdk" >/dev/null) ||
+		{ echo "run_sdk_test: cannot install @e2b/code-interpreter in $sdk" >&2; exit 1; }
+fi
 # ES modules resolve packages from their own folder
 cp "$here"/sdk_*test.mjs "$sdk/"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# L1 holds a copy of each rootfs (the code interpreter's is large) and
+# builds the code-interpreter-v1 template too: more memory and time.
 make -C "$top" --no-print-directory vmtest T=e2b:e2b_serve.sh \
 	FWD="$api:3000,$envd:49983,$proxy:3001" VMTEST_DIR="${VMTEST_DIR:-build/vmtest-e2b}" \
+	MEM="${MEM:-4096}" TIMEOUT="${TIMEOUT:-2700}" \
 	>"$log" 2>&1 &
 vm=$!
 
 echo "# run_sdk_test: waiting for cubed on 127.0.0.1:$api"
-t=1200
+t=1800
 until curl -sf "http://127.0.0.1:$api/health" >/dev/null; do
 	if ! kill -0 $vm 2>/dev/null || [ $t -le 0 ]; then
 		echo "run_sdk_test: cubed never answered" >&2
