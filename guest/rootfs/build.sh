@@ -74,7 +74,7 @@ debootstrap --variant=minbase --include="$include" "$suite" "$dir" "$mirror" \
 	{ echo "rootfs: debootstrap failed, see $out/$name-debootstrap.log" >&2; exit 1; }
 if [ "$variant" = code-interpreter ]; then
 	mount -t proc proc "$dir/proc"
-	trap 'umount "$dir/proc" 2>/dev/null; rm -rf "$dir" "$img.tmp"' EXIT
+	trap 'umount "$dir/proc" 2>/dev/null || :; rm -rf "$dir" "$img.tmp"' EXIT
 	if ! { chroot "$dir" apt-get update &&
 		chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
 			--no-install-recommends $extra; } >> "$out/$name-debootstrap.log" 2>&1; then
