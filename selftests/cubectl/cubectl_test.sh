@@ -25,18 +25,6 @@ cleanup() {
 	rm -rf /tmp/cubectl-test /tmp/cubectl-rootfs.ext4
 }
 
-# wait_until SECONDS CMD...: poll CMD until it succeeds
-wait_until() {
-	t=$1
-	shift
-	while [ "$t" -gt 0 ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 1
-		t=$((t - 1))
-	done
-	return 1
-}
-
 sandbox_count() {
 	$C --json stats | sed -n 's/.*"sandboxes": *\([0-9]*\).*/\1/p'
 }

@@ -41,3 +41,15 @@ expect() {
 		not_ok "$name" "'$*' exited $got, want $want: $(head -c 300 /tmp/ktap.err)"
 	fi
 }
+
+# wait_until SECONDS CMD...: poll CMD until it succeeds
+wait_until() {
+	t=$1
+	shift
+	while [ "$t" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 1
+		t=$((t - 1))
+	done
+	return 1
+}

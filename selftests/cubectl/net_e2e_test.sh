@@ -129,17 +129,6 @@ pool_taken() {
 	$C --json pool ls | grep -q '"taken": *1'
 }
 
-wait_until() {
-	t=$1
-	shift
-	while [ "$t" -gt 0 ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 1
-		t=$((t - 1))
-	done
-	return 1
-}
-
 ktap_plan 25
 echo '<html>cube public</html>' > /tmp/net-e2e/www/index.html
 links0=$(host_links)
