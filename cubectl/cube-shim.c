@@ -470,13 +470,20 @@ static int wait_agent(struct shim *s)
 	snprintf(vsock, sizeof(vsock), "%s/vsock", s->dir);
 	while (time(NULL) < end) {
 		if (waitpid(s->vmm, &st, WNOHANG) == s->vmm) {
-			char why[256];
+			char why[256], how[64];
 
 			s->vmm = 0;
 			last_line(s, "vmm.log", why, sizeof(why));
+			if (!why[0])
+				last_line(s, "console.log", why, sizeof(why));
+			if (WIFEXITED(st))
+				snprintf(how, sizeof(how), "exit status %d",
+					 WEXITSTATUS(st));
+			else
+				snprintf(how, sizeof(how), "%s",
+					 strsignal(WTERMSIG(st)));
 			report(s, EIO, "cube-vmm exited while starting (%s): %s",
-			       WIFEXITED(st) ? "exit status" : strsignal(WTERMSIG(st)),
-			       why[0] ? why : "no message");
+			       how, why[0] ? why : "no message");
 			return -EIO;
 		}
 		if (!cube_agent_connect_vsock(vsock, 0, &a)) {
