@@ -44,10 +44,11 @@ cp "$here"/sdk_*test.mjs "$sdk/"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # L1 holds a copy of each rootfs (the code interpreter's is large) and
-# builds the code-interpreter-v1 template too: more memory and time.
+# builds the code-interpreter-v1 template too (1 GiB of guest memory,
+# snapshotted into /tmp): more memory and time.
 make -C "$top" --no-print-directory vmtest T=e2b:e2b_serve.sh \
 	FWD="$api:3000,$envd:49983,$proxy:3001" VMTEST_DIR="${VMTEST_DIR:-build/vmtest-e2b}" \
-	MEM="${MEM:-4096}" TIMEOUT="${TIMEOUT:-2700}" \
+	MEM="${MEM:-8192}" TIMEOUT="${TIMEOUT:-2700}" \
 	>"$log" 2>&1 &
 vm=$!
 

@@ -13,7 +13,9 @@ export PATH HOME=/root TMPDIR=/tmp CUBE_KO=/lib/cube/cube.ko
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs -o mode=1777 tmpfs /tmp
+# /tmp holds the tests' template snapshots and rootfs copies: most of L1
+# (a tmpfs takes memory only as it fills)
+mount -t tmpfs -o mode=1777,size=75% tmpfs /tmp
 mount -t tmpfs tmpfs /run
 mkdir -p /dev/pts /dev/shm /sys/fs/cgroup
 mount -t devpts devpts /dev/pts
