@@ -276,9 +276,12 @@ int cmd_run(struct cctx *c, int argc, char **argv)
 			return cc_err(EX_USAGE, "usage: %s run ID [--language L] CODE|-", cc_prog);
 		language = optarg;
 	}
-	if (argc - optind == 3 && !strcmp(argv[optind + 1], "--language")) {
+	/* the option may also follow the id: run ID --language L CODE */
+	if (argc - optind == 4 && (!strcmp(argv[optind + 1], "--language") ||
+				   !strcmp(argv[optind + 1], "-l"))) {
 		language = argv[optind + 2];
-		argc -= 2;
+		argv[optind + 2] = argv[optind];
+		optind += 2;
 	}
 	if (argc - optind != 2)
 		return cc_err(EX_USAGE, "usage: %s run ID [--language L] CODE|-", cc_prog);

@@ -140,7 +140,9 @@ test('two contexts are isolated; list, restart and remove', async () => {
   await sbx.removeCodeContext(b);
   assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === b.id));
   await assert.rejects(sbx.runCode('1', { context: b }), /not found/);
-  assert.throws(() => sbx.runCode('1', { context: a, language: 'python' }));
+  // runCode is async: the SDK's refusal of both a context and a language
+  // comes back as a rejected promise
+  await assert.rejects(sbx.runCode('1', { context: a, language: 'python' }));
 });
 
 test('bash keeps its state; a failing command is an error', async () => {
