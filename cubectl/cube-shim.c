@@ -411,6 +411,12 @@ static int start_vmm(struct shim *s)
 		sigset_t none;
 		int log;
 
+		/*
+		 * the report is the shim's: a VMM holding it would keep the
+		 * reader waiting after the shim is gone
+		 */
+		if (s->report_fd >= 0)
+			close(s->report_fd);
 		/* the VMM's own messages, to tell why it failed */
 		snprintf(logp, sizeof(logp), "%s/vmm.log", s->dir);
 		log = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);

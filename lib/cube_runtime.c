@@ -425,11 +425,18 @@ static int read_report(int fd, int timeout_s, uint64_t *id, char *err)
 				timeout_s);
 			return -ETIMEDOUT;
 		}
-		if (poll(&pfd, 1, left * 1000) < 0) {
+		n = poll(&pfd, 1, left * 1000);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		/*
+		 * nothing yet: never read then, the VMM holds the pipe open
+		 * and the read would wait for as long as the shim is stuck
+		 */
+		if (n == 0)
+			continue;
 		n = read(fd, buf + len, sizeof(buf) - 1 - len);
 		if (n < 0) {
 			if (errno == EINTR)
