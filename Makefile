@@ -34,7 +34,7 @@ export KVER VM_KVER VM_KDIR
 KDIR ?= $(if $(KDIR_FOR_KVER),$(VM_KDIR),$(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR)))
 export KDIR
 
-USER_DIRS := lib cubectl guest vmm selftests bench
+USER_DIRS := lib e2b cubectl guest vmm selftests bench
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
 	demo demo-install benchmarks vmtest-kver2 vmtest-harness e2b-sdk install install-dkms \
@@ -51,8 +51,10 @@ userspace: $(USER_DIRS)
 $(USER_DIRS):
 	$(MAKE) -C $@
 
-# libcube first: the programs and the tests link it.
+# libcube first: the programs and the tests link it; then the E2B API
+# (e2b/, on libcube), which cubed, cubectl and the e2b tests link.
 $(filter-out lib,$(USER_DIRS)): lib
+cubectl selftests: e2b
 
 # Native unit tests of userspace code and of the uapi header.
 unit: userspace

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * code_exec_test: the parser of the code interpreter's answer lines that
- * cubectl run uses (lib/code_exec.c): each message type, images, and
+ * cubectl run uses (e2b/code_exec.c): each message type, images, and
  * lines it refuses.
  */
 #include <errno.h>

@@ -34,7 +34,7 @@ int cube_backend_expire(struct cube_backend *b, time_t now);
 void cube_backend_forget(struct cube_backend *b, uint64_t id);
 
 /*
- * The port proxy's view of the sandboxes (lib/e2b_proxy.h), with the
+ * The port proxy's view of the sandboxes (e2b/e2b_proxy.h), with the
  * backend as its ctx: a sandbox's namespace from cube.ko
  * (CUBE_IOC_SANDBOX_NETNS_OPEN: root), its traffic token, its liveness.
  */

@@ -1,0 +1,717 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube_backend.c: the E2B backend on cube.ko, cube-shim/cube-vmm and the
+ * guest agent: what E2B knows of each sandbox (its record, running or
+ * paused), the list kept in step with the module, and the operations
+ * table (the operations themselves: cube_backend_sandbox.c,
+ * cube_backend_proc.c, cube_backend_files.c, cube_backend_net.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "cube_backend_int.h"
+#include "cube_proc.h"
+#include "cube_runtime.h"
+#include "nl_client.h"
+
+/* --- the metadata file --- */
+
+static void kvs_to_json(struct json_object *o, const char *k,
+			const struct e2b_kvs *kvs)
+{
+	struct json_object *m = json_object_new_object();
+	size_t i;
+
+	for (i = 0; m && i < kvs->n; i++)
+		json_object_object_add(m, kvs->v[i].key,
+				       json_object_new_string(kvs->v[i].value));
+	json_object_object_add(o, k, m);
+}
+
+static void meta_stat(uint64_t id, struct timespec *out)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	memset(out, 0, sizeof(*out));
+	if (!cube_sandbox_path(path, sizeof(path), id, "e2b.json") &&
+	    !stat(path, &st))
+		*out = st.st_mtim;
+}
+
+static struct json_object *sbx_json(const struct sbx *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "end_at", json_object_new_int64(s->end_at));
+	json_object_object_add(o, "token", json_object_new_string(s->token));
+	if (s->eid[0])
+		json_object_object_add(o, "e2b_id",
+				       json_object_new_string(s->eid));
+	if (s->started_at)
+		json_object_object_add(o, "started_at",
+				       json_object_new_int64(s->started_at));
+	if (s->traffic[0])
+		json_object_object_add(o, "traffic_token",
+				       json_object_new_string(s->traffic));
+	if (s->net.internet != E2B_UNSET)
+		json_object_object_add(o, "allow_internet_access",
+				       json_object_new_boolean(s->net.internet ==
+							       E2B_TRUE));
+	json_object_object_add(o, "network", e2b_net_json(&s->net));
+	kvs_to_json(o, "metadata", &s->metadata);
+	kvs_to_json(o, "env", &s->env);
+	return o;
+}
+
+/* write @o to @path atomically; consumes @o */
+static int json_save(const char *path, struct json_object *o)
+{
+	char tmp[PATH_MAX + 8];
+	const char *str;
+	int fd, ret = 0;
+	size_t len;
+
+	str = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+	} else {
+		if (write(fd, str, len) != (ssize_t)len)
+			ret = -EIO;
+		if (close(fd) && !ret)
+			ret = -errno;
+		if (!ret && rename(tmp, path))
+			ret = -errno;
+		if (ret)
+			unlink(tmp);
+	}
+	json_object_put(o);
+	return ret;
+}
+
+int cube_be_meta_save(struct sbx *s)
+{
+	struct json_object *o;
+	char path[PATH_MAX];
+	int ret;
+
+	if (cube_sandbox_path(path, sizeof(path), s->id, "e2b.json"))
+		return -ENAMETOOLONG;
+	o = sbx_json(s);
+	if (!o)
+		return -ENOMEM;
+	ret = json_save(path, o);
+	if (!ret)
+		meta_stat(s->id, &s->meta_mtime);
+	return ret;
+}
+
+static void meta_load(struct sbx *s);
+
+int cube_meta_write_end(uint64_t id, time_t end_at)
+{
+	struct sbx s = { .id = id };
+	int ret = 0;
+
+	/* keep what is there (a token cubed gave out), change the end */
+	meta_load(&s);
+	s.end_at = end_at;
+	if (!s.token[0])
+		ret = e2b_token_new(s.token);
+	if (!ret)
+		ret = cube_be_meta_save(&s);
+	e2b_kvs_free(&s.metadata);
+	e2b_kvs_free(&s.env);
+	e2b_net_free(&s.net);
+	return ret;
+}
+
+static void kvs_from_json(struct json_object *o, const char *k,
+			  struct e2b_kvs *kvs)
+{
+	struct json_object *m;
+
+	if (!json_object_object_get_ex(o, k, &m) ||
+	    !json_object_is_type(m, json_type_object))
+		return;
+	json_object_object_foreach(m, key, val) {
+		if (json_object_is_type(val, json_type_string))
+			e2b_kvs_add(kvs, key, json_object_get_string(val));
+	}
+}
+
+static void sbx_from_json(struct sbx *s, struct json_object *o)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, "e2b_id", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    e2b_id_valid(json_object_get_string(v)))
+		strcpy(s->eid, json_object_get_string(v));
+	if (json_object_object_get_ex(o, "started_at", &v) &&
+	    json_object_is_type(v, json_type_int))
+		s->started_at = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "end_at", &v) &&
+	    json_object_is_type(v, json_type_int))
+		s->end_at = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "token", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    json_object_get_string_len(v) == E2B_TOKEN_LEN)
+		strcpy(s->token, json_object_get_string(v));
+	s->traffic[0] = '\0';
+	if (json_object_object_get_ex(o, "traffic_token", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    json_object_get_string_len(v) == E2B_TOKEN_LEN)
+		strcpy(s->traffic, json_object_get_string(v));
+	e2b_net_from_json(json_object_object_get_ex(o, "network", &v) ? v : NULL,
+			  json_object_object_get_ex(o, "allow_internet_access",
+						    &v) ? v : NULL,
+			  &s->net);
+	kvs_from_json(o, "metadata", &s->metadata);
+	kvs_from_json(o, "env", &s->env);
+}
+
+/* Fill what the file says; a missing or damaged file changes nothing. */
+static void meta_load(struct sbx *s)
+{
+	struct json_object *o;
+	char path[PATH_MAX];
+
+	if (cube_sandbox_path(path, sizeof(path), s->id, "e2b.json"))
+		return;
+	meta_stat(s->id, &s->meta_mtime);
+	o = json_object_from_file(path);
+	if (!o)
+		return;
+	sbx_from_json(s, o);
+	json_object_put(o);
+}
+
+/* --- the list --- */
+
+static void sbx_free(struct sbx *s)
+{
+	e2b_kvs_free(&s->metadata);
+	e2b_kvs_free(&s->env);
+	e2b_net_free(&s->net);
+	explicit_bzero(s->token, sizeof(s->token));
+	explicit_bzero(s->traffic, sizeof(s->traffic));
+	free(s);
+}
+
+struct sbx *cube_be_find_locked(struct cube_backend *b, uint64_t id)
+{
+	struct sbx *s;
+
+	for (s = b->list; s; s = s->next)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+void cube_be_unlink_locked(struct cube_backend *b, uint64_t id)
+{
+	struct sbx **pp, *s;
+
+	for (pp = &b->list; (s = *pp); pp = &s->next) {
+		if (s->id == id) {
+			*pp = s->next;
+			sbx_free(s);
+			return;
+		}
+	}
+}
+
+/*
+ * A sandbox E2B may use: running (not waiting in a pool), and not asked to
+ * stop: a killed sandbox is gone for E2B at once, while its VMM winds down.
+ */
+static bool usable(const struct cube_nl_sandbox *ns)
+{
+	if (ns->flags & CUBE_SANDBOX_F_KILL_REQUESTED)
+		return false;
+	return ns->state == CUBE_SANDBOX_RUNNING ||
+	       ns->state == CUBE_SANDBOX_PAUSED;
+}
+
+/* Add or refresh the entry of a module sandbox; locked. */
+struct sbx *cube_be_adopt_locked(struct cube_backend *b,
+				 const struct cube_nl_sandbox *ns)
+{
+	struct sbx *s = cube_be_find_locked(b, ns->id);
+
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		s->id = ns->id;
+		s->started_at = ns->created_ns ?
+				(time_t)(ns->created_ns / 1000000000ULL) :
+				time(NULL);
+		meta_load(s);
+		if (!s->eid[0])
+			snprintf(s->eid, sizeof(s->eid), "%llu",
+				 (unsigned long long)s->id);
+		if (!s->token[0] && (e2b_token_new(s->token) || cube_be_meta_save(s))) {
+			sbx_free(s);
+			return NULL;
+		}
+		s->next = b->list;
+		b->list = s;
+	}
+	snprintf(s->template_name, sizeof(s->template_name), "%s",
+		 ns->template_name[0] ? ns->template_name : "unknown");
+	s->vcpus = ns->vcpus;
+	s->memory_mb = ns->memory >> 20;
+	return s;
+}
+
+/*
+ * Adopt module sandbox @id, just taken from a pool or launched: the shim
+ * marks it running only once it is in use, so a ready one counts as
+ * running here.
+ */
+int cube_be_adopt_started_locked(struct cube_backend *b, uint64_t id,
+				 struct sbx **out)
+{
+	struct cube_nl_sandbox ns;
+	int ret;
+
+	ret = cube_nl_sandbox_get(b->nl, id, &ns);
+	if (ret)
+		return ret;
+	if (ns.state == CUBE_SANDBOX_READY)
+		ns.state = CUBE_SANDBOX_RUNNING;
+	*out = cube_be_adopt_locked(b, &ns);
+	return *out ? 0 : -ENOMEM;
+}
+
+int cube_be_sync_locked(struct cube_backend *b)
+{
+	struct cube_nl_sandbox *v;
+	struct sbx **pp, *s;
+	size_t n, i;
+	int ret;
+
+	ret = cube_nl_sandbox_dump(b->nl, &v, &n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		if (usable(&v[i]))
+			cube_be_adopt_locked(b, &v[i]);
+	for (pp = &b->list; (s = *pp);) {
+		bool live = false;
+
+		for (i = 0; i < n; i++)
+			if (v[i].id == s->id && usable(&v[i]))
+				live = true;
+		if (live) {
+			struct timespec mt;
+
+			/* cubectl may have written its end time meanwhile */
+			meta_stat(s->id, &mt);
+			if (mt.tv_sec != s->meta_mtime.tv_sec ||
+			    mt.tv_nsec != s->meta_mtime.tv_nsec) {
+				e2b_kvs_free(&s->metadata);
+				e2b_kvs_free(&s->env);
+				meta_load(s);
+			}
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		cube_proc_drop_sandbox(b->procs, s->id);
+		sbx_free(s);
+	}
+	free(v);
+	return 0;
+}
+
+static struct sbx *find_eid_locked(struct cube_backend *b, const char *sid)
+{
+	struct sbx *s;
+
+	for (s = b->list; s; s = s->next)
+		if (!strcmp(s->eid, sid))
+			return s;
+	return NULL;
+}
+
+/* The entry of E2B id @sid, checked against the module; locked. */
+int cube_be_lookup_locked(struct cube_backend *b, const char *sid,
+			  struct sbx **out)
+{
+	struct cube_nl_sandbox ns;
+	struct sbx *s;
+	uint64_t id;
+	int ret;
+
+	s = find_eid_locked(b, sid);
+	if (!s) {
+		/* one started by someone else, or before cubed restarted */
+		ret = cube_be_sync_locked(b);
+		if (ret)
+			return ret;
+		s = find_eid_locked(b, sid);
+	}
+	if (!s)
+		return -ENOENT;
+	id = s->id;
+	ret = cube_nl_sandbox_get(b->nl, id, &ns);
+	if (ret == -ENOENT || (!ret && !usable(&ns))) {
+		cube_be_unlink_locked(b, id);
+		return -ENOENT;
+	}
+	if (ret)
+		return ret;
+	*out = cube_be_adopt_locked(b, &ns);
+	return *out ? 0 : -ENOMEM;
+}
+
+void cube_be_to_e2b(const struct sbx *s, struct e2b_sandbox *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", s->eid);
+	snprintf(out->template_id, sizeof(out->template_id), "%s",
+		 s->template_name);
+	e2b_kvs_copy(&out->metadata, &s->metadata);
+	out->started_at = s->started_at;
+	/* E2B always reports an end; "none" shows as the longest allowed */
+	out->end_at = s->end_at ? s->end_at : s->started_at + E2B_TIMEOUT_MAX;
+	out->vcpus = s->vcpus;
+	out->memory_mb = s->memory_mb;
+	strcpy(out->envd_token, s->token);
+	strcpy(out->traffic_token, s->traffic);
+	e2b_net_copy(&out->net, &s->net);
+}
+
+/* --- paused sandboxes --- */
+
+/*
+ * A paused sandbox has no VM and no module sandbox: it is the record
+ * $CUBE_STATE_DIR/paused/<e2b id>.json (what the E2B sandbox was, and where
+ * its snapshot is) and that snapshot, $CUBE_STATE_DIR/paused/<e2b id>-<n>/.
+ * Resuming hands the snapshot to the new sandbox (removed when it ends).
+ */
+int cube_be_paused_path(char *buf, size_t len, const char *eid,
+			const char *suffix)
+{
+	int n = snprintf(buf, len, "%s/paused/%s%s", cube_state_dir(), eid,
+			 suffix);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+void cube_be_paused_free(struct cube_be_paused *p)
+{
+	e2b_kvs_free(&p->s.metadata);
+	e2b_kvs_free(&p->s.env);
+	e2b_net_free(&p->s.net);
+	explicit_bzero(p->s.token, sizeof(p->s.token));
+	explicit_bzero(p->s.traffic, sizeof(p->s.traffic));
+}
+
+int cube_be_paused_save(const struct sbx *s, const char *snapshot)
+{
+	struct json_object *o = sbx_json(s);
+	char path[PATH_MAX];
+
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "template",
+			       json_object_new_string(s->template_name));
+	json_object_object_add(o, "vcpus", json_object_new_int(s->vcpus));
+	json_object_object_add(o, "memory_mb",
+			       json_object_new_int(s->memory_mb));
+	json_object_object_add(o, "snapshot", json_object_new_string(snapshot));
+	if (cube_be_paused_path(path, sizeof(path), s->eid, ".json")) {
+		json_object_put(o);
+		return -ENAMETOOLONG;
+	}
+	return json_save(path, o);
+}
+
+/* -ENOENT: no such paused sandbox; -EINVAL: a damaged record */
+static int paused_load_file(const char *path, struct cube_be_paused *p)
+{
+	struct json_object *o, *v;
+	int ret = -EINVAL;
+
+	memset(p, 0, sizeof(*p));
+	o = json_object_from_file(path);
+	if (!o)
+		return access(path, F_OK) ? -ENOENT : -EINVAL;
+	sbx_from_json(&p->s, o);
+	if (json_object_object_get_ex(o, "template", &v) &&
+	    json_object_is_type(v, json_type_string))
+		snprintf(p->s.template_name, sizeof(p->s.template_name), "%s",
+			 json_object_get_string(v));
+	if (json_object_object_get_ex(o, "vcpus", &v))
+		p->s.vcpus = json_object_get_int(v);
+	if (json_object_object_get_ex(o, "memory_mb", &v))
+		p->s.memory_mb = json_object_get_int(v);
+	if (json_object_object_get_ex(o, "snapshot", &v) &&
+	    json_object_is_type(v, json_type_string))
+		snprintf(p->snapshot, sizeof(p->snapshot), "%s",
+			 json_object_get_string(v));
+	if (p->s.eid[0] && p->s.token[0] && p->snapshot[0] &&
+	    cube_name_valid(p->s.template_name))
+		ret = 0;
+	json_object_put(o);
+	if (ret)
+		cube_be_paused_free(p);
+	return ret;
+}
+
+int cube_be_paused_load(const char *eid, struct cube_be_paused *p)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	if (!e2b_id_valid(eid))
+		return -ENOENT;
+	ret = cube_be_paused_path(path, sizeof(path), eid, ".json");
+	if (!ret)
+		ret = paused_load_file(path, p);
+	if (!ret && strcmp(p->s.eid, eid)) {
+		cube_be_paused_free(p);
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+/* the record and the snapshot go */
+int cube_be_paused_remove(const char *eid, const char *snapshot)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	ret = cube_be_paused_path(path, sizeof(path), eid, ".json");
+	if (ret)
+		return ret;
+	if (unlink(path))
+		return -errno;
+	if (snapshot[0])
+		cube_remove_tree(snapshot);
+	return 0;
+}
+
+void cube_be_paused_to_e2b(const struct cube_be_paused *p, struct e2b_sandbox *out)
+{
+	cube_be_to_e2b(&p->s, out);
+	out->paused = true;
+}
+
+/* every paused sandbox, appended to @v (@n, @cap) */
+int cube_be_paused_list(struct e2b_sandbox **v, size_t *n, size_t *cap)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/paused", cube_state_dir());
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		struct cube_be_paused p;
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (paused_load_file(path, &p))
+			continue;
+		if (*n == *cap) {
+			size_t nc = *cap ? 2 * *cap : 8;
+			void *nv = realloc(*v, nc * sizeof(**v));
+
+			if (!nv) {
+				cube_be_paused_free(&p);
+				closedir(d);
+				return -ENOMEM;
+			}
+			*v = nv;
+			*cap = nc;
+		}
+		cube_be_paused_to_e2b(&p, &(*v)[(*n)++]);
+		cube_be_paused_free(&p);
+	}
+	closedir(d);
+	return 0;
+}
+
+
+/* the module id of E2B id @sid */
+int cube_be_sandbox_id(struct cube_backend *b, const char *sid, uint64_t *id)
+{
+	struct sbx *s;
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	ret = cube_be_lookup_locked(b, sid, &s);
+	if (!ret)
+		*id = s->id;
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+static const struct e2b_backend_ops cube_ops = {
+	.create = cube_be_create,
+	.list = cube_be_list,
+	.get = cube_be_get,
+	.kill = cube_be_kill,
+	.set_timeout = cube_be_set_timeout,
+	.fork = cube_be_fork,
+	.pause = cube_be_pause,
+	.resume = cube_be_resume,
+	.metrics = cube_be_metrics,
+	.snapshot = cube_be_snapshot,
+	.list_snapshots = cube_be_list_snapshots,
+	.set_network = cube_be_set_network,
+	.proc_start = cube_be_proc_start,
+	.proc_connect = cube_be_proc_connect,
+	.proc_next = cube_proc_next,
+	.proc_close = cube_be_proc_close,
+	.proc_list = cube_be_proc_list,
+	.proc_signal = cube_be_proc_signal,
+	.proc_input = cube_be_proc_input,
+	.proc_close_stdin = cube_be_proc_close_stdin,
+	.fs_stat = cube_be_fs_stat,
+	.fs_list = cube_be_fs_list,
+	.fs_mkdir = cube_be_fs_mkdir,
+	.fs_move = cube_be_fs_move,
+	.fs_remove = cube_be_fs_remove,
+	.proc_update = cube_be_proc_update,
+	.watch_start = cube_be_watch_start,
+	.watch_next = cube_watch_next,
+	.watch_close = cube_watch_close,
+	.file_read = cube_be_file_read,
+	.file_read_chunk = cube_be_file_read_chunk,
+	.file_write = cube_be_file_write,
+	.file_write_chunk = cube_be_file_write_chunk,
+	.file_close = cube_be_file_close,
+};
+
+/* --- the daemon's side --- */
+
+int cube_backend_new(struct cube_backend **out)
+{
+	struct cube_backend *b = calloc(1, sizeof(*b));
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	pthread_mutex_init(&b->lock, NULL);
+	ret = cube_nl_open(&b->nl);
+	if (!ret)
+		ret = cube_proc_table_new(&b->procs);
+	if (ret) {
+		cube_nl_close(b->nl);
+		free(b);
+		return ret;
+	}
+	*out = b;
+	return 0;
+}
+
+void cube_backend_free(struct cube_backend *b)
+{
+	struct sbx *s;
+
+	if (!b)
+		return;
+	cube_proc_table_free(b->procs);
+	while ((s = b->list)) {
+		b->list = s->next;
+		sbx_free(s);
+	}
+	cube_nl_close(b->nl);
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}
+
+struct e2b_backend cube_backend_e2b(struct cube_backend *b)
+{
+	return (struct e2b_backend){ .ops = &cube_ops, .be = b };
+}
+
+int cube_backend_sync(struct cube_backend *b)
+{
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	ret = cube_be_sync_locked(b);
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+/* paused sandboxes past their end are removed like running ones */
+static int expire_paused(time_t now)
+{
+	struct e2b_sandbox *v = NULL;
+	size_t n = 0, cap = 0, i;
+	int gone = 0;
+
+	if (cube_be_paused_list(&v, &n, &cap))
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct cube_be_paused p;
+
+		if (v[i].end_at <= now && !cube_be_paused_load(v[i].id, &p)) {
+			if (!cube_be_paused_remove(p.s.eid, p.snapshot))
+				gone++;
+			cube_be_paused_free(&p);
+		}
+		e2b_sandbox_free(&v[i]);
+	}
+	free(v);
+	return gone;
+}
+
+int cube_backend_expire(struct cube_backend *b, time_t now)
+{
+	struct sbx *s, *next;
+	int n = 0;
+
+	pthread_mutex_lock(&b->lock);
+	cube_be_sync_locked(b);
+	for (s = b->list; s; s = next) {
+		int ret;
+
+		next = s->next;
+		if (!s->end_at || s->end_at > now)
+			continue;
+		ret = cube_nl_sandbox_kill(b->nl, s->id, 0);
+		if (ret && ret != -ENOENT)
+			continue;	/* tried again on the next tick */
+		cube_proc_drop_sandbox(b->procs, s->id);
+		cube_be_unlink_locked(b, s->id);
+		n++;
+	}
+	n += expire_paused(now);
+	pthread_mutex_unlock(&b->lock);
+	return n;
+}
+
+void cube_backend_forget(struct cube_backend *b, uint64_t id)
+{
+	pthread_mutex_lock(&b->lock);
+	cube_proc_drop_sandbox(b->procs, id);
+	cube_be_unlink_locked(b, id);
+	pthread_mutex_unlock(&b->lock);
+}

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube_backend_files.c: the E2B backend's files: stat, list, mkdir,
+ * move, remove, downloads and uploads, through the guest agent.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent_client.h"
+#include "cube_backend_int.h"
+#include "cube_runtime.h"
+
+#define FILE_MAX	(256u << 20)	/* bytes of one download or upload */
+
+/* --- files --- */
+
+static int agent_for_id(uint64_t id, struct cube_agent **a)
+{
+	int ret = cube_sandbox_agent(id, a);
+
+	if (ret)
+		return ret == -ENOENT ? -ECONNREFUSED : ret;
+	cube_agent_set_timeout(*a, 30000);
+	return 0;
+}
+
+static int agent_for(struct cube_backend *b, const char *sid,
+		     struct cube_agent **a)
+{
+	uint64_t id;
+
+	return cube_be_sandbox_id(b, sid, &id) ?: agent_for_id(id, a);
+}
+
+/* A path relative to the user's home becomes absolute. */
+static int resolve(const char *user, const char *path, char *out, size_t len)
+{
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(out, len, "%s", path);
+	else if (!user[0] || !strcmp(user, "root"))
+		n = snprintf(out, len, "/root/%s", path);
+	else
+		n = snprintf(out, len, "/home/%s/%s", user, path);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static void owner_name(uint32_t uid, char *buf, size_t len)
+{
+	if (uid == 0)
+		snprintf(buf, len, "root");
+	else
+		snprintf(buf, len, "%u", uid);
+}
+
+static int fill_entry(struct e2b_entry *e, const char *path, const char *name,
+		      const struct cube_agent_stat *st)
+{
+	memset(e, 0, sizeof(*e));
+	e->path = strdup(path);
+	e->name = strdup(name);
+	if (!e->path || !e->name) {
+		e2b_entry_free(e, 1);
+		return -ENOMEM;
+	}
+	e->type = st->type == CUBE_FTYPE_FILE ? E2B_FT_FILE :
+		  st->type == CUBE_FTYPE_DIR ? E2B_FT_DIR :
+		  st->type == CUBE_FTYPE_SYMLINK ? E2B_FT_SYMLINK : E2B_FT_UNSPEC;
+	e->size = st->size;
+	e->mode = st->mode;
+	e->mtime = st->mtime_ns / 1000000000ULL;
+	owner_name(st->uid, e->owner, sizeof(e->owner));
+	owner_name(st->gid, e->group, sizeof(e->group));
+	return 0;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s && s[1] ? s + 1 : p;
+}
+
+static int stat_entry(struct cube_agent *a, const char *path,
+		      struct e2b_entry *out)
+{
+	struct cube_agent_stat st;
+	int ret = cube_agent_stat(a, path, &st);
+
+	return ret ? ret : fill_entry(out, path, base_name(path), &st);
+}
+
+static void agent_msg(struct cube_agent *a, int ret, char *msg)
+{
+	if (ret && msg && ret != -ENOENT && ret != -EEXIST)
+		snprintf(msg, E2B_MSG_MAX, "%s", cube_agent_error(a));
+}
+
+int cube_be_fs_stat(void *be, const char *sid, const char *user,
+		    const char *path, struct e2b_entry *out, char *msg)
+{
+	struct cube_agent *a;
+	char p[PATH_MAX];
+	int ret;
+
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
+	if (ret)
+		return ret;
+	ret = stat_entry(a, p, out);
+	agent_msg(a, ret, msg);
+	cube_agent_close(a);
+	return ret;
+}
+
+struct list_ctx {
+	struct cube_agent *a;
+	const char *dir;
+	struct e2b_entry *v;
+	size_t n, cap;
+	int err;
+	char (*subdirs)[PATH_MAX];
+	size_t nsub;
+};
+
+static int list_one(void *arg, const char *name,
+		    const struct cube_agent_stat *st)
+{
+	struct list_ctx *c = arg;
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s%s%s", c->dir,
+		     strcmp(c->dir, "/") ? "/" : "", name) >= (int)sizeof(path))
+		return 0;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 32;
+		void *nv = realloc(c->v, cap * sizeof(*c->v));
+
+		if (!nv)
+			return c->err = -ENOMEM;
+		c->v = nv;
+		c->cap = cap;
+	}
+	if (fill_entry(&c->v[c->n], path, name, st))
+		return c->err = -ENOMEM;
+	c->n++;
+	if (st->type == CUBE_FTYPE_DIR && c->subdirs) {
+		void *ns = realloc(c->subdirs, (c->nsub + 1) * sizeof(*c->subdirs));
+
+		if (!ns)
+			return c->err = -ENOMEM;
+		c->subdirs = ns;
+		snprintf(c->subdirs[c->nsub++], PATH_MAX, "%s", path);
+	}
+	return 0;
+}
+
+static int list_dir(struct list_ctx *c, const char *dir, unsigned int depth)
+{
+	char (*subs)[PATH_MAX];
+	size_t nsub, i;
+	int ret;
+
+	c->dir = dir;
+	c->subdirs = depth > 1 ? calloc(1, sizeof(*c->subdirs)) : NULL;
+	c->nsub = 0;
+	ret = cube_agent_list(c->a, dir, list_one, c);
+	subs = c->subdirs;
+	nsub = c->nsub;
+	c->subdirs = NULL;
+	if (!ret && c->err)
+		ret = c->err;
+	for (i = 0; !ret && i < nsub; i++)
+		ret = list_dir(c, subs[i], depth - 1);
+	free(subs);
+	return ret;
+}
+
+int cube_be_fs_list(void *be, const char *sid, const char *user,
+		    const char *path, unsigned int depth,
+		    struct e2b_entry **out, size_t *n, char *msg)
+{
+	struct list_ctx c = { 0 };
+	struct cube_agent_stat st;
+	char p[PATH_MAX];
+	int ret;
+
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &c.a);
+	if (ret)
+		return ret;
+	ret = cube_agent_stat(c.a, p, &st);
+	if (!ret && st.type != CUBE_FTYPE_DIR)
+		ret = -ENOTDIR;
+	if (!ret)
+		ret = list_dir(&c, p, depth);
+	agent_msg(c.a, ret, msg);
+	cube_agent_close(c.a);
+	if (ret) {
+		e2b_entry_free(c.v, c.n);
+		free(c.v);
+		return ret;
+	}
+	*out = c.v;
+	*n = c.n;
+	return 0;
+}
+
+int cube_be_fs_mkdir(void *be, const char *sid, const char *user,
+		     const char *path, struct e2b_entry *out, char *msg)
+{
+	struct cube_agent_stat st;
+	struct cube_agent *a;
+	char p[PATH_MAX];
+	int ret;
+
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
+	if (ret)
+		return ret;
+	ret = cube_agent_stat(a, p, &st);
+	if (!ret)
+		ret = -EEXIST;
+	else if (ret == -ENOENT)
+		ret = cube_agent_mkdir(a, p, 0755, true);
+	if (!ret)
+		ret = stat_entry(a, p, out);
+	agent_msg(a, ret, msg);
+	cube_agent_close(a);
+	return ret;
+}
+
+int cube_be_fs_move(void *be, const char *sid, const char *user,
+		    const char *from, const char *to, struct e2b_entry *out,
+		    char *msg)
+{
+	char pf[PATH_MAX], pt[PATH_MAX];
+	struct cube_agent *a;
+	int ret;
+
+	ret = resolve(user, from, pf, sizeof(pf)) ?:
+	      resolve(user, to, pt, sizeof(pt)) ?: agent_for(be, sid, &a);
+	if (ret)
+		return ret;
+	ret = cube_agent_rename(a, pf, pt);
+	if (!ret)
+		ret = stat_entry(a, pt, out);
+	agent_msg(a, ret, msg);
+	cube_agent_close(a);
+	return ret;
+}
+
+int cube_be_fs_remove(void *be, const char *sid, const char *user,
+		      const char *path, char *msg)
+{
+	struct cube_agent *a;
+	char p[PATH_MAX];
+	int ret;
+
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
+	if (ret)
+		return ret;
+	ret = cube_agent_remove(a, p, true);
+	agent_msg(a, ret, msg);
+	cube_agent_close(a);
+	return ret;
+}
+
+/* Transfers go through memory, bounded by FILE_MAX. */
+struct e2b_file {
+	uint64_t id;			/* the module sandbox */
+	char path[PATH_MAX];
+	unsigned char *buf;
+	size_t len, cap, off;
+	bool write;
+};
+
+static int sink(void *ctx, const void *buf, size_t len)
+{
+	struct e2b_file *f = ctx;
+
+	if (f->len + len > FILE_MAX)
+		return -EFBIG;
+	if (f->len + len > f->cap) {
+		size_t cap = f->cap ? f->cap : 65536;
+		void *nb;
+
+		while (cap < f->len + len)
+			cap *= 2;
+		nb = realloc(f->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		f->buf = nb;
+		f->cap = cap;
+	}
+	memcpy(f->buf + f->len, buf, len);
+	f->len += len;
+	return 0;
+}
+
+int cube_be_file_read(void *be, const char *sid, const char *user,
+		      const char *path, struct e2b_file **out, int64_t *size,
+		      char *msg)
+{
+	struct cube_agent_stat st;
+	struct cube_agent *a;
+	struct e2b_file *f;
+	char p[PATH_MAX];
+	int ret;
+
+	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
+	if (ret)
+		return ret;
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		cube_agent_close(a);
+		return -ENOMEM;
+	}
+	ret = cube_agent_stat(a, p, &st);
+	if (!ret && st.type == CUBE_FTYPE_DIR)
+		ret = -EISDIR;
+	if (!ret)
+		ret = cube_agent_read_file(a, p, sink, f, NULL);
+	agent_msg(a, ret, msg);
+	cube_agent_close(a);
+	if (ret) {
+		free(f->buf);
+		free(f);
+		return ret;
+	}
+	*size = f->len;
+	*out = f;
+	return 0;
+}
+
+ssize_t cube_be_file_read_chunk(struct e2b_file *f, void *buf, size_t len)
+{
+	size_t n = f->len - f->off;
+
+	if (n > len)
+		n = len;
+	memcpy(buf, f->buf + f->off, n);
+	f->off += n;
+	return n;
+}
+
+int cube_be_file_write(void *be, const char *sid, const char *user,
+		       const char *path, struct e2b_file **out, char *msg)
+{
+	struct e2b_file *f = calloc(1, sizeof(*f));
+	uint64_t id;
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	ret = cube_be_sandbox_id(be, sid, &id) ?:
+	      resolve(user, path, f->path, sizeof(f->path));
+	if (ret) {
+		free(f);
+		return ret;
+	}
+	f->id = id;
+	f->write = true;
+	*out = f;
+	return 0;
+}
+
+int cube_be_file_write_chunk(struct e2b_file *f, const void *buf,
+			     size_t len)
+{
+	return sink(f, buf, len);
+}
+
+int cube_be_file_close(struct e2b_file *f, bool commit,
+		       struct e2b_entry *entry, char *msg)
+{
+	struct cube_agent *a;
+	char dir[PATH_MAX], *slash;
+	int ret = 0;
+
+	if (f->write && commit) {
+		ret = agent_for_id(f->id, &a);
+		if (!ret) {
+			snprintf(dir, sizeof(dir), "%s", f->path);
+			slash = strrchr(dir, '/');
+			if (slash && slash != dir) {
+				*slash = '\0';
+				ret = cube_agent_mkdir(a, dir, 0755, true);
+			}
+			if (!ret)
+				ret = cube_agent_write_buf(a, f->path, 0644,
+							   f->buf, f->len);
+			if (!ret && entry)
+				ret = stat_entry(a, f->path, entry);
+			agent_msg(a, ret, msg);
+			cube_agent_close(a);
+		}
+	}
+	free(f->buf);
+	free(f);
+	return ret;
+}
