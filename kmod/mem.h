@@ -52,7 +52,7 @@ struct page *cube_snapshot_page(struct cube_snapshot *snap, pgoff_t index);
 int cube_snapshot_record(struct cube_snapshot *snap, pgoff_t index);
 void cube_snapshot_info(struct cube_snapshot *snap,
 			struct cube_snapshot_info *info);
-struct cube_snapshot *cube_snapshot_next(u64 *id);
+struct cube_snapshot *cube_snapshot_next(unsigned long *index);
 struct cube_snapshot *cube_snapshot_alloc(pgoff_t nr_pages,
 					  struct cube_snapshot *parent);
 int cube_snapshot_store(struct cube_snapshot *snap, pgoff_t index,

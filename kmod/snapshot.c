@@ -8,10 +8,16 @@
  * clone.c) stores only the clone's private pages and falls through to the
  * clone's snapshot for every other offset.
  *
- * Snapshots are named by 64-bit ids, never reused while the module is
- * loaded, and stay until deleted.  Deleting a snapshot that clones or child
- * snapshots still use unlinks its id at once; its pages go with its last
- * reference.
+ * Snapshots are named by 64-bit ids and stay until deleted.  Deleting a
+ * snapshot that clones or child snapshots still use unlinks its id at once;
+ * its pages go with its last reference.
+ *
+ * An id is the load's generation (bits 63-32: random, never zero, drawn
+ * when the module loads) over a sequence number (bits 31-0: 1, 2, ...,
+ * never reused while the module is loaded), which is the snapshot's index
+ * in the table.  Ids that userspace kept across an unload (in files that
+ * outlive the module) carry another generation and name nothing in this
+ * load, so they cannot reach a snapshot made since.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -20,6 +26,7 @@
 #include <linux/highmem.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
+#include <linux/random.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -29,9 +36,24 @@
 #include "cube.h"
 #include "mem.h"
 
-/* Linked snapshots by id; the table holds one reference on each. */
+/* Linked snapshots by sequence number; the table holds a reference on each. */
 static DEFINE_XARRAY(cube_snapshots);
-static atomic64_t cube_snapshot_last_id = ATOMIC64_INIT(0);
+static atomic64_t cube_snapshot_last_seq = ATOMIC64_INIT(0);
+/* This load's generation: the high 32 bits of every id it gives out. */
+static u32 cube_snapshot_gen;
+
+#define CUBE_SNAPSHOT_SEQ_MAX	U32_MAX
+
+/*
+ * The table index of an id of this load, or 0 for an id that cannot name
+ * a snapshot (zero, or of another generation).
+ */
+static unsigned long cube_snapshot_index(u64 id)
+{
+	if (upper_32_bits(id) != cube_snapshot_gen)
+		return 0;
+	return lower_32_bits(id);
+}
 
 struct page *cube_zero_page;
 
@@ -124,14 +146,17 @@ void cube_snapshot_put(struct cube_snapshot *snap)
  */
 struct cube_snapshot *cube_snapshot_get_id(u64 id)
 {
+	unsigned long index = cube_snapshot_index(id);
 	struct cube_snapshot *snap;
 
-	if (!id || id > ULONG_MAX)
+	if (!index)
 		return NULL;
 	xa_lock(&cube_snapshots);
-	snap = xa_load(&cube_snapshots, id);
-	if (snap)
+	snap = xa_load(&cube_snapshots, index);
+	if (snap && snap->id == id)
 		kref_get(&snap->ref);
+	else
+		snap = NULL;
 	xa_unlock(&cube_snapshots);
 	return snap;
 }
@@ -158,20 +183,21 @@ struct cube_snapshot *cube_snapshot_get_owned(u64 id, int *err)
 
 /**
  * cube_snapshot_next() - iterate over linked snapshots in id order
- * @id: in: the lowest id wanted; out: the id found
+ * @index: in: the lowest table index wanted (start at 1); out: the index
+ *	found (the low 32 bits of its id)
  *
  * Return: the snapshot with a new reference, or NULL when none is left.
  */
-struct cube_snapshot *cube_snapshot_next(u64 *id)
+struct cube_snapshot *cube_snapshot_next(unsigned long *index)
 {
-	unsigned long index = *id;
+	unsigned long i = *index;
 	struct cube_snapshot *snap;
 
 	xa_lock(&cube_snapshots);
-	snap = xa_find(&cube_snapshots, &index, ULONG_MAX, XA_PRESENT);
+	snap = xa_find(&cube_snapshots, &i, CUBE_SNAPSHOT_SEQ_MAX, XA_PRESENT);
 	if (snap) {
 		kref_get(&snap->ref);
-		*id = index;
+		*index = i;
 	}
 	xa_unlock(&cube_snapshots);
 	return snap;
@@ -186,27 +212,33 @@ struct cube_snapshot *cube_snapshot_next(u64 *id)
  * snapshot at any time: the caller must not touch @snap again, and reads
  * the id from @id.
  *
- * Return: 0, -EDQUOT (its owner holds too much already, see quota.c) or
- * another negative errno (the reference is dropped then).
+ * Return: 0, -EDQUOT (its owner holds too much already, see quota.c),
+ * -ENOSPC (this load gave out every sequence number) or another negative
+ * errno (the reference is dropped then).
  */
 static int cube_snapshot_link(struct cube_snapshot *snap, u64 *id)
 {
+	s64 seq;
 	int ret;
 
 	ret = cube_quota_charge(snap->owner, snap->held);
-	if (ret) {
-		cube_snapshot_put(snap);
-		return ret;
-	}
+	if (ret)
+		goto err;
 	snap->charged = true;
-	*id = atomic64_inc_return(&cube_snapshot_last_id);
-	snap->id = *id;
-	ret = xa_insert(&cube_snapshots, *id, snap, GFP_KERNEL);
-	if (ret) {
-		cube_snapshot_put(snap);
-		return ret;
-	}
+	/* Never wraps: a number is used once per load, even on failure. */
+	seq = atomic64_inc_return(&cube_snapshot_last_seq);
+	ret = -ENOSPC;
+	if (seq > CUBE_SNAPSHOT_SEQ_MAX)
+		goto err;
+	snap->id = (u64)cube_snapshot_gen << 32 | seq;
+	ret = xa_insert(&cube_snapshots, seq, snap, GFP_KERNEL);
+	if (ret)
+		goto err;
+	*id = snap->id;
 	return 0;
+err:
+	cube_snapshot_put(snap);
+	return ret;
 }
 
 /**
@@ -222,8 +254,6 @@ int cube_snapshot_delete(u64 id, bool check_owner)
 {
 	struct cube_snapshot *snap;
 
-	if (!id || id > ULONG_MAX)
-		return -ENOENT;
 	/* The owner check may sleep (capable()): not under the xarray lock. */
 	snap = cube_snapshot_get_id(id);
 	if (!snap)
@@ -232,8 +262,9 @@ int cube_snapshot_delete(u64 id, bool check_owner)
 		cube_snapshot_put(snap);
 		return -EACCES;
 	}
-	/* Unlink this snapshot only: ids are never reused. */
-	if (xa_cmpxchg(&cube_snapshots, id, snap, NULL, 0) != snap) {
+	/* Unlink this snapshot only: sequence numbers are never reused. */
+	if (xa_cmpxchg(&cube_snapshots, cube_snapshot_index(id), snap, NULL,
+		       0) != snap) {
 		cube_snapshot_put(snap);
 		return -ENOENT;		/* deleted meanwhile */
 	}
@@ -664,6 +695,9 @@ int cube_mem_init(void)
 {
 	int ret;
 
+	do {
+		cube_snapshot_gen = get_random_u32();
+	} while (!cube_snapshot_gen);
 	cube_zero_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	if (!cube_zero_page)
 		return -ENOMEM;

@@ -129,14 +129,14 @@ out:
 	return ret;
 }
 
-/* cb->args[0]: the next snapshot id to dump. */
+/* cb->args[0]: the table index of the next snapshot to dump. */
 int cube_snapshot_nl_get_dumpit(struct sk_buff *skb,
 				struct netlink_callback *cb)
 {
-	u64 id = cb->args[0] ? cb->args[0] : 1;
+	unsigned long index = cb->args[0] ? cb->args[0] : 1;
 	struct cube_snapshot *snap;
 
-	while ((snap = cube_snapshot_next(&id))) {
+	while ((snap = cube_snapshot_next(&index))) {
 		int ret = cube_snapshot_nl_fill(skb, snap,
 						NETLINK_CB(cb->skb).portid,
 						cb->nlh->nlmsg_seq, cb->nlh,
@@ -145,9 +145,9 @@ int cube_snapshot_nl_get_dumpit(struct sk_buff *skb,
 		cube_snapshot_put(snap);
 		if (ret)
 			break;
-		id++;
+		index++;
 	}
-	cb->args[0] = id;
+	cb->args[0] = index;
 	return skb->len;
 }
 

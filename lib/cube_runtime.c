@@ -312,15 +312,21 @@ int cube_template_list(char (**out)[CUBE_NAME_MAX], size_t *n)
 
 /*
  * cube-vmm records the cube.ko snapshot it made of a snapshot directory's
- * memory in DIR/cube-snapshot-id: removing that file deletes the module
- * snapshot too (clones still running keep its pages until they end).  An
- * unknown (stale) id or no module is fine.
+ * memory in DIR/cube-snapshot-id ("<id> <inode> <mtime ns> <size>", see
+ * vmm/cube_clone.c): removing that file deletes the module snapshot too
+ * (clones still running keep its pages until they end).  The record may
+ * outlive the module; only a snapshot the module confirms is the record's
+ * (the id, which carries the load's generation, is linked, and names a
+ * snapshot of memory of the recorded size) is deleted.  An unknown (stale)
+ * id or no module is fine.
  */
 static void release_module_snapshot(const char *id_file)
 {
-	unsigned long long id;
+	unsigned long long id, ino, mtime, size;
+	struct cube_nl_snapshot *v = NULL;
 	struct cube_nl *nl;
 	char buf[128];
+	size_t n_snaps = 0, i;
 	ssize_t n;
 	int fd;
 
@@ -332,11 +338,22 @@ static void release_module_snapshot(const char *id_file)
 	if (n <= 0)
 		return;
 	buf[n] = 0;
-	if (sscanf(buf, "%llu", &id) != 1 || !id)
+	if (sscanf(buf, "%llu %llu %llu %llu", &id, &ino, &mtime, &size) != 4 ||
+	    !id)
 		return;
 	if (cube_nl_open(&nl))
 		return;
-	cube_nl_snapshot_del(nl, id);
+	if (cube_nl_snapshot_dump(nl, &v, &n_snaps))
+		goto out;
+	for (i = 0; i < n_snaps; i++) {
+		if (v[i].id != id)
+			continue;
+		if (v[i].depth == 1 && !v[i].parent_id && v[i].size == size)
+			cube_nl_snapshot_del(nl, id);
+		break;
+	}
+	free(v);
+out:
 	cube_nl_close(nl);
 }
 

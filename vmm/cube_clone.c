@@ -5,7 +5,8 @@
  * memory file's identity, in DIR/cube-snapshot-id; later restores clone that
  * snapshot, so all of them share its pages.  An flock on DIR makes
  * concurrent first restores create one snapshot; the file is replaced by
- * rename so a reader never sees half of it.
+ * rename so a reader never sees half of it.  The record outlives cube.ko;
+ * only what the module confirms of it is trusted (see rec_confirmed()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -122,11 +123,27 @@ static int make_snapshot(int dev, int mem_fd, uint64_t size, uint64_t *id,
 	return ret;
 }
 
+/*
+ * Whether cube.ko confirms that @rec's id names a snapshot that can be the
+ * record's: one of memory (depth 1, no parent) of the recorded size.  Ids
+ * carry the module load's random generation, so an id kept from an earlier
+ * load names nothing now (ENOENT) rather than a snapshot made since.
+ * Returns 1 (confirmed), 0 (no such snapshot, or another kind) or -errno.
+ */
+static int rec_confirmed(int dev, const struct id_rec *rec)
+{
+	struct cube_snapshot_info info = { .id = rec->id };
+
+	if (ioctl(dev, CUBE_IOC_SNAPSHOT_INFO, &info))
+		return errno == ENOENT ? 0 : -errno;
+	return info.id == rec->id && info.depth == 1 && !info.parent_id &&
+	       info.size == rec->size;
+}
+
 /* Under the directory lock: the id of a snapshot of the memory file. */
 static int get_snapshot(int dev, int dfd, int mem_fd, uint64_t size,
 			uint64_t *id, char *err, size_t errlen)
 {
-	struct cube_snapshot_info info;
 	struct cube_snapshot_id del = { 0 };
 	struct id_rec rec, cur = { 0 };
 	struct stat st;
@@ -140,23 +157,22 @@ static int get_snapshot(int dev, int dfd, int mem_fd, uint64_t size,
 		return cerr(err, errlen, ret, "reading %s: %s",
 			    CUBE_CLONE_ID_FILE, strerror(-ret));
 	if (!ret) {
-		memset(&info, 0, sizeof(info));
-		info.id = rec.id;
-		if (ioctl(dev, CUBE_IOC_SNAPSHOT_INFO, &info) == 0) {
-			if (rec.ino == cur.ino && rec.mtime_ns == cur.mtime_ns &&
-			    rec.size == cur.size && info.size == size) {
-				*id = rec.id;
-				return 0;
-			}
-			/* The memory file changed: its old snapshot goes. */
+		ret = rec_confirmed(dev, &rec);
+		if (ret < 0)
+			return cerr(err, errlen, ret,
+				    "CUBE_IOC_SNAPSHOT_INFO: %s",
+				    strerror(-ret));
+		if (ret && rec.ino == cur.ino && rec.mtime_ns == cur.mtime_ns &&
+		    rec.size == cur.size && rec.size == size) {
+			*id = rec.id;
+			return 0;
+		}
+		/* The memory file changed: its old snapshot goes. */
+		if (ret) {
 			del.id = rec.id;
 			ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del);
-		} else if (errno != ENOENT) {
-			return cerr(err, errlen, -errno,
-				    "CUBE_IOC_SNAPSHOT_INFO: %s",
-				    strerror(errno));
 		}
-		/* ENOENT: stale id (cube.ko reloaded, or deleted). */
+		/* Not confirmed: stale (cube.ko reloaded, or deleted). */
 	}
 	ret = make_snapshot(dev, mem_fd, size, &cur.id, err, errlen);
 	if (ret)

@@ -291,8 +291,12 @@ struct cube_sandbox_ref {
 /**
  * DOC: snapshots and clones
  *
- * A snapshot is an immutable copy of guest memory with a 64-bit id, never
- * reused while cube.ko is loaded.  %CUBE_IOC_SNAPSHOT_CREATE takes it from a
+ * A snapshot is an immutable copy of guest memory with a 64-bit id: the
+ * load's generation (bits 63-32, random and never zero, drawn each time
+ * cube.ko loads) over a sequence number (bits 31-0, never reused while
+ * cube.ko is loaded).  An id kept from an earlier load (in a file, say)
+ * therefore names no snapshot (%ENOENT), rather than one made since.
+ * Within a load ids grow.  %CUBE_IOC_SNAPSHOT_CREATE takes it from a
  * memfd range, from a range of the caller's memory, or from a clone (to fork
  * a live sandbox).  All-zero pages take no memory.  A snapshot lives until it
  * is deleted; deleting one that clones or child snapshots still use unlinks
@@ -347,7 +351,8 @@ enum cube_snapshot_source {
  * %CUBE_SNAPSHOT_MAX_SIZE; %ERANGE when the range ends past the memfd's
  * size; %EFAULT for an unreadable user range; %EMLINK when the clone's
  * snapshot is already %CUBE_SNAPSHOT_MAX_DEPTH deep; %EINTR when a fatal
- * signal arrived; %ENOMEM.  On error nothing is created.
+ * signal arrived; %ENOSPC when this load has given out 2^32 - 1 ids;
+ * %ENOMEM.  On error nothing is created.
  */
 struct cube_snapshot_create {
 	__u32 source;
