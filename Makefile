@@ -120,15 +120,22 @@ demo-install: userspace
 ifeq ($(DEMO_NATIVE),1)
 benchmarks: all
 	grep -q '^cube ' /proc/modules || insmod kmod/cube.ko
-	rm -rf $(TOP)/build/bench && $(MAKE) --no-print-directory demo-install INSTALL_PATH=$(TOP)/build/bench
-	ln -sf $$(realpath $(GUEST_OUT)/rootfs.ext4) $(TOP)/build/bench/demo/rootfs.ext4
-	bench/clone_bench
-	CUBE_KERNEL=$${CUBE_KERNEL:-/boot/vmlinuz-$(KVER)} bench/sandbox_bench.sh $(TOP)/build/bench/demo
-	bench/vmm_bench -k $${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)}
+	rm -rf $(TOP)/build/bench-native && $(MAKE) --no-print-directory demo-install INSTALL_PATH=$(TOP)/build/bench-native
+	ln -sf $$(realpath $(GUEST_OUT)/rootfs.ext4) $(TOP)/build/bench-native/demo/rootfs.ext4
+	{ bench/clone_bench; \
+	  CUBE_KERNEL=$${CUBE_KERNEL:-/boot/vmlinuz-$(KVER)} bench/sandbox_bench.sh $(TOP)/build/bench-native/demo; \
+	  bench/vmm_bench -k $${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)}; } 2>&1 | tee $(TOP)/build/bench-native/run.log
+	bench/report.sh $(TOP)/build/bench-native/run.log kvm
 else
+# Two L1 boots: the bench group (TIMEOUT bounds it whatever happens), then
+# the E2B SDK's latency; the figures of both go to build/bench/<date>-<commit>/.
+BENCH_VMTEST_DIR := $(TOP)/build/vmtest-bench
 benchmarks:
-	$(MAKE) -C selftests/qemu run T=bench MEM=6144
-	bench/sdk_bench.sh
+	st=0; $(MAKE) -C selftests/qemu run T=bench MEM=6144 TIMEOUT=$${BENCH_TIMEOUT:-1800} \
+		VMTEST_DIR=$(BENCH_VMTEST_DIR) || st=$$?; \
+	cp $(BENCH_VMTEST_DIR)/results.log $(TOP)/build/bench-run.log; \
+	bench/sdk_bench.sh 2>&1 | tee -a $(TOP)/build/bench-run.log || st=$$?; \
+	bench/report.sh $(TOP)/build/bench-run.log emulated; exit $$st
 endif
 
 ifeq ($(DEMO_NATIVE),1)

@@ -14,17 +14,38 @@
  * module's private and shared guest pages per live clone (/dev/cube
  * CUBE_IOC_MEM_STATS); then kills the batch.  Times under emulation say
  * nothing of real hardware; the counts do.
+ *
+ *	sandbox_bench ... -m N [-m N]...	(memory per idle sandbox)
+ *	sandbox_bench ... -D MIB [-x MAX]	(density in a memory budget)
+ *	sandbox_bench ... -T SECONDS		(stop, cleanly, after that long)
+ *
+ * -m: N sandboxes of the template idle at once (each after one command):
+ * host memory used (MemAvailable), the cgroup's memory.current (the
+ * program moves itself, and so every shim and VMM it starts, into a
+ * cgroup of its own), the module's private and shared page counters, each
+ * divided by N, and the VMM process's own overhead (anonymous memory, page
+ * tables, threads) apart.  -D: sandboxes are made one by one until the
+ * host memory they use passes MIB, a create fails, or MAX (default 64)
+ * are up; the count is the density (with CUBE_VMM naming a VMM that
+ * restores with --no-cube, that of the MAP_PRIVATE file path).
+ *
+ * Machine-readable results are the "bench: figure=NAME key=value..."
+ * lines.  SIGTERM, SIGINT, SIGHUP or the -T alarm stop the workers and
+ * kill every sandbox this run made (label cube-bench=PID) before it exits.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <linux/cube.h>
+#include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,8 +54,15 @@
 
 #define MAX_LEVELS	8
 #define MAX_WORKERS	256
+#define MAX_LIVE	512
+#define MEM_BATCH	10	/* concurrent creates while filling memory */
+#define SETTLE_S	3	/* idle time before memory is read */
 
 extern char **environ;
+
+static const char *cubectl = "cubectl";
+static char cgroup[128];		/* ours, "" when none */
+static volatile sig_atomic_t stopping;
 
 struct sample {
 	uint64_t id;
@@ -51,13 +79,15 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Run argv; its stdout (first line) into @out when given.  Exit status. */
+/* Run argv; its stdout into @out when given (the rest is read and
+ * dropped).  Exit status. */
 static int run(char *const argv[], char *out, size_t outlen)
 {
 	posix_spawn_file_actions_t fa;
 	int pfd[2], st = -1;
 	pid_t pid;
 	ssize_t n = 0, r;
+	char sink[4096];
 
 	if (pipe(pfd))
 		return -errno;
@@ -71,27 +101,40 @@ static int run(char *const argv[], char *out, size_t outlen)
 		close(pfd[0]);
 		return -(int)r;
 	}
-	while (out && (size_t)n < outlen - 1 &&
-	       (r = read(pfd[0], out + n, outlen - 1 - n)) > 0)
-		n += r;
-	if (out) {
-		out[n] = 0;
-		out[strcspn(out, "\n")] = 0;
+	for (;;) {
+		if (out && (size_t)n < outlen - 1)
+			r = read(pfd[0], out + n, outlen - 1 - n);
+		else
+			r = read(pfd[0], sink, sizeof(sink));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (out && (size_t)n < outlen - 1)
+			n += r;
 	}
+	if (out)
+		out[n] = 0;
 	close(pfd[0]);
-	if (waitpid(pid, &st, 0) < 0)
-		return -errno;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static char label[64];		/* cube-bench=PID on every sandbox made */
+
 /* One worker: create, then the first command; results through a pipe. */
-static void worker(const char *cubectl, const char *tmpl, int fd)
+static void worker(const char *tmpl, int fd)
 {
 	struct sample s = { 0 };
 	char id[32], *create[] = { (char *)cubectl, "create", "--template",
-				   (char *)tmpl, NULL };
+				   (char *)tmpl, "--label", label, NULL };
 	double t0 = now_ms();
 
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	if (run(create, id, sizeof(id)) == 0 && *id) {
 		char *exec[] = { (char *)cubectl, "exec", id, "--", "true", NULL };
 
@@ -103,6 +146,85 @@ static void worker(const char *cubectl, const char *tmpl, int fd)
 	if (write(fd, &s, sizeof(s)) != sizeof(s))
 		_exit(1);
 	_exit(0);
+}
+
+/*
+ * Start @n workers; their samples into @out (ok = 0 for a worker that
+ * reported nothing).  Returns how many reported.
+ */
+static int batch(const char *tmpl, struct sample *out, int n)
+{
+	int pfd[2], i, got = 0;
+
+	memset(out, 0, n * sizeof(*out));
+	if (pipe(pfd))
+		return 0;
+	for (i = 0; i < n && !stopping; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			close(pfd[0]);
+			worker(tmpl, pfd[1]);
+		}
+		if (pid < 0)
+			break;
+	}
+	close(pfd[1]);
+	for (i = 0; i < n && !stopping; i++) {
+		ssize_t r = read(pfd[0], &out[got], sizeof(out[got]));
+
+		if (r == sizeof(out[got]))
+			got++;
+		else if (r < 0 && errno == EINTR)
+			i--;
+		else
+			break;
+	}
+	close(pfd[0]);
+	while (!stopping && wait(NULL) > 0)
+		;
+	return got;
+}
+
+/*
+ * Kill every sandbox this run made (its label), also those whose id no
+ * worker lived to report, and wait until the module lists none.
+ */
+static void kill_ours(void)
+{
+	char *ls[] = { (char *)cubectl, "ls", NULL };
+	int tries;
+
+	for (tries = 0; tries < 60; tries++) {
+		char out[65536], *line, *save = NULL;
+		char *argv[2 + 64 + 1] = { (char *)cubectl, "kill" };
+		int n = 2, found = 0;
+
+		if (run(ls, out, sizeof(out)) != 0 && tries)
+			return;
+		for (line = strtok_r(out, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char *sp;
+
+			line[strcspn(line, "\r")] = 0;
+
+			sp = strstr(line, label);
+			if (!sp || (sp[strlen(label)] && sp[strlen(label)] != ','))
+				continue;
+			found++;
+			sp = strchr(line, ' ');
+			if (sp)
+				*sp = 0;
+			if (n < 2 + 64)
+				argv[n++] = line;
+		}
+		if (!found)
+			return;
+		argv[n] = NULL;
+		if (n > 2)
+			run(argv, NULL, 0);
+		sleep(1);
+	}
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -123,7 +245,7 @@ static double pct(double *v, int n, int p)
  * The VMM of sandbox @id: the child of the sandbox's owner, the cube-shim,
  * whose pid `cubectl --json inspect` reports.
  */
-static pid_t vmm_pid(const char *cubectl, uint64_t id)
+static pid_t vmm_pid(uint64_t id)
 {
 	char ids[32], out[4096], buf[64], *p;
 	char *argv[] = { (char *)cubectl, "--json", "inspect", ids, NULL };
@@ -205,44 +327,182 @@ static long proc_minflt(pid_t pid)
 	return v;
 }
 
-static void report_idle(const char *cubectl, struct sample *s, int n)
+/* a "Key:   N kB" field of a /proc file (the sum of all that start with
+ * @key), -1 when none */
+static long kib_field(const char *path, const char *key)
 {
-	struct cube_mem_stats ms;
-	long rss = 0, flt = 0, exits = 0;
-	int fd, seen = 0, i;
+	char line[256];
+	long v = -1;
+	FILE *f = fopen(path, "r");
 
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key))) {
+			char *c = strchr(line, ':');
+
+			if (c)
+				v = (v < 0 ? 0 : v) + strtol(c + 1, NULL, 10);
+		}
+	fclose(f);
+	return v;
+}
+
+static long mem_available_kib(void)
+{
+	return kib_field("/proc/meminfo", "MemAvailable:");
+}
+
+/* our cgroup's memory.current in KiB, -1 without one */
+static long cgroup_kib(void)
+{
+	char path[192];
+	long long v;
+	FILE *f;
+
+	if (!cgroup[0])
+		return -1;
+	snprintf(path, sizeof(path), "%s/memory.current", cgroup);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1024;
+	fclose(f);
+	return v / 1024;
+}
+
+/*
+ * A cgroup v2 of our own, with the memory controller, holding this program
+ * and so every shim and VMM it starts.  Nothing happens when cgroup2 is
+ * not at /sys/fs/cgroup; memory.current is then reported as -1.
+ */
+static void cgroup_enter(void)
+{
+	char path[192], pid[32];
+	int fd;
+
+	fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		/* fails when already on, or not ours to change */
+		ssize_t w = write(fd, "+memory", 7);
+
+		(void)w;
+		close(fd);
+	}
+	snprintf(cgroup, sizeof(cgroup), "/sys/fs/cgroup/cube-bench.%d", (int)getpid());
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	if (mkdir(cgroup, 0755) && errno != EEXIST) {
+		cgroup[0] = 0;
+		return;
+	}
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, pid, strlen(pid)) < 0) {
+		rmdir(cgroup);
+		cgroup[0] = 0;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* back to the root cgroup, and ours removed (once nothing is left in it) */
+static void cgroup_leave(void)
+{
+	char pid[32];
+	int fd, i;
+
+	if (!cgroup[0])
+		return;
+	fd = open("/sys/fs/cgroup/cgroup.procs", O_WRONLY | O_CLOEXEC);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	if (fd >= 0) {
+		ssize_t w = write(fd, pid, strlen(pid));
+
+		(void)w;
+		close(fd);
+	}
+	for (i = 0; i < 50 && rmdir(cgroup) && errno == EBUSY; i++)
+		usleep(100 * 1000);
+	cgroup[0] = 0;
+}
+
+static int mem_stats(struct cube_mem_stats *ms)
+{
+	int fd = open("/dev/" CUBE_DEVICE_NAME, O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	memset(ms, 0, sizeof(*ms));
+	if (fd < 0)
+		return -errno;
+	ret = ioctl(fd, CUBE_IOC_MEM_STATS, ms) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* what the VMMs of @s cost themselves, averaged (KiB; threads a count) */
+struct vmm_cost {
+	int seen;
+	long rss, anon, pte, threads, minflt, exits;
+};
+
+static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
+{
+	int i;
+
+	memset(c, 0, sizeof(*c));
 	for (i = 0; i < n; i++) {
 		char path[PATH_MAX], reply[256], *e;
 		pid_t pid;
 
 		if (!s[i].ok)
 			continue;
-		pid = vmm_pid(cubectl, s[i].id);
+		pid = vmm_pid(s[i].id);
 		if (pid <= 0)
 			continue;
-		rss += proc_value(pid, "VmRSS:");
-		flt += proc_minflt(pid);
+		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+		c->anon += kib_field(path, "Anonymous:");
+		c->rss += proc_value(pid, "VmRSS:");
+		c->pte += proc_value(pid, "VmPTE:");
+		c->threads += proc_value(pid, "Threads:");
+		c->minflt += proc_minflt(pid);
 		if (cube_sandbox_path(path, sizeof(path), s[i].id, "control") == 0 &&
 		    cube_control(path, "status", reply, sizeof(reply)) == 0 &&
 		    (e = strstr(reply, "exits=")))
-			exits += strtol(e + 6, NULL, 10);
-		seen++;
+			c->exits += strtol(e + 6, NULL, 10);
+		c->seen++;
 	}
-	if (seen)
+	if (c->seen) {
+		c->rss /= c->seen;
+		c->anon /= c->seen;
+		c->pte /= c->seen;
+		c->threads /= c->seen;
+		c->minflt /= c->seen;
+		c->exits /= c->seen;
+	}
+}
+
+static void report_idle(struct sample *s, int n, int conc)
+{
+	struct cube_mem_stats ms;
+	struct vmm_cost c;
+
+	vmm_cost(s, n, &c);
+	if (c.seen)
 		printf("#   per idle sandbox (%d measured): VMM RSS %ld KiB, VMM minor faults %ld, VM exits %ld\n",
-		       seen, rss / seen, flt / seen, exits / seen);
-	fd = open("/dev/" CUBE_DEVICE_NAME, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && ioctl(fd, CUBE_IOC_MEM_STATS, &ms) == 0 && ms.clones)
+		       c.seen, c.rss, c.minflt, c.exits);
+	if (mem_stats(&ms) == 0 && ms.clones)
 		printf("#   module: %" PRIu64 " clones, %" PRIu64 " private pages per clone, %" PRIu64 " shared pages in %" PRIu64 " snapshots\n",
 		       (uint64_t)ms.clones, (uint64_t)(ms.private_pages / ms.clones),
 		       (uint64_t)ms.shared_pages, (uint64_t)ms.snapshots);
 	else
 		printf("#   module: no clones (restores use the file fallback)\n");
-	if (fd >= 0)
-		close(fd);
+	printf("bench: figure=restore_counts concurrency=%d measured=%d vm_exits=%ld vmm_minflt=%ld clone_private_pages=%" PRIu64 "\n",
+	       conc, c.seen, c.exits, c.minflt,
+	       (uint64_t)(ms.clones ? ms.private_pages / ms.clones : 0));
 }
 
-static int level(const char *cubectl, const char *tmpl, int conc, int samples)
+static int level(const char *tmpl, int conc, int samples)
 {
 	int rounds = (samples + conc - 1) / conc;
 	struct sample *all = calloc((size_t)conc * rounds, sizeof(*all));
@@ -252,62 +512,138 @@ static int level(const char *cubectl, const char *tmpl, int conc, int samples)
 
 	if (!all || !c || !e)
 		return -ENOMEM;
-	for (r = 0; r < rounds; r++) {
-		struct sample *batch = all + (size_t)r * conc;
-		int pfd[2];
+	for (r = 0; r < rounds && !stopping; r++) {
+		struct sample *b = all + (size_t)r * conc;
+		int got = batch(tmpl, b, conc);
 
-		if (pipe(pfd))
-			return -errno;
-		for (i = 0; i < conc; i++) {
-			pid_t pid = fork();
-
-			if (pid == 0) {
-				close(pfd[0]);
-				worker(cubectl, tmpl, pfd[1]);
-			}
-			if (pid < 0)
-				return -errno;
-		}
-		close(pfd[1]);
-		for (i = 0; i < conc; i++)
-			if (read(pfd[0], &batch[i], sizeof(batch[i])) != sizeof(batch[i]))
-				batch[i].ok = 0;
-		close(pfd[0]);
-		while (wait(NULL) > 0)
-			;
-		if (r == rounds - 1)
-			report_idle(cubectl, batch, conc);
-		for (i = 0; i < conc; i++) {
-			char id[32], *kill[] = { (char *)cubectl, "kill", id, NULL };
-
-			if (!batch[i].ok) {
+		failed += conc - got;
+		if (r == rounds - 1 && !stopping)
+			report_idle(b, got, conc);
+		for (i = 0; i < got; i++) {
+			if (!b[i].ok) {
 				failed++;
 				continue;
 			}
-			c[n] = batch[i].create_ms;
-			e[n++] = batch[i].exec_ms;
-			snprintf(id, sizeof(id), "%" PRIu64, batch[i].id);
-			run(kill, NULL, 0);
+			c[n] = b[i].create_ms;
+			e[n++] = b[i].exec_ms;
 		}
+		kill_ours();
 	}
 	qsort(c, n, sizeof(*c), cmp_double);
 	qsort(e, n, sizeof(*e), cmp_double);
 	printf("concurrency %3d: %4d runs (%d failed)  create p50 %8.1f ms p95 %8.1f ms   exec true p50 %8.1f ms p95 %8.1f ms\n",
 	       conc, n, failed, pct(c, n, 50), pct(c, n, 95), pct(e, n, 50),
 	       pct(e, n, 95));
+	printf("bench: figure=latency_cubectl concurrency=%d runs=%d failed=%d create_p50_ms=%.1f create_p95_ms=%.1f create_p99_ms=%.1f exec_p50_ms=%.1f exec_p95_ms=%.1f\n",
+	       conc, n, failed, pct(c, n, 50), pct(c, n, 95), pct(c, n, 99),
+	       pct(e, n, 50), pct(e, n, 95));
 	free(all);
 	free(c);
 	free(e);
 	return failed ? 1 : 0;
 }
 
+/*
+ * N idle sandboxes at once: what they cost the host, per sandbox.  Made in
+ * batches of MEM_BATCH, each after one command, then left idle SETTLE_S.
+ */
+static int mem_level(const char *tmpl, int n)
+{
+	struct sample *s = calloc(n, sizeof(*s));
+	struct cube_mem_stats m0, m1;
+	long a0, a1, g0, g1;
+	struct vmm_cost c;
+	int made = 0, ok = 0, i;
+
+	if (!s)
+		return -ENOMEM;
+	a0 = mem_available_kib();
+	g0 = cgroup_kib();
+	mem_stats(&m0);
+	while (made < n && !stopping) {
+		int k = n - made < MEM_BATCH ? n - made : MEM_BATCH;
+		int got = batch(tmpl, s + made, k);
+
+		made += got;
+		if (got < k)
+			break;
+	}
+	for (i = 0; i < made; i++)
+		ok += s[i].ok;
+	sleep(SETTLE_S);
+	a1 = mem_available_kib();
+	g1 = cgroup_kib();
+	mem_stats(&m1);
+	vmm_cost(s, made, &c);
+	if (ok) {
+		long priv = (long)(m1.private_pages - m0.private_pages) * 4;
+		long shared = (long)m1.shared_pages * 4;
+
+		printf("# %3d idle sandboxes (%d asked): per sandbox host %ld KiB (MemAvailable), cgroup %ld KiB, guest private %ld KiB (module), VMM anon %ld KiB + page tables %ld KiB (%ld threads, RSS %ld KiB); shared snapshot pages %ld KiB in all\n",
+		       ok, n, (a0 - a1) / ok, g0 < 0 ? -1 : (g1 - g0) / ok, priv / ok,
+		       c.anon, c.pte, c.threads, c.rss, shared);
+		printf("bench: figure=memory_idle n=%d asked=%d host_kib=%ld cgroup_kib=%ld guest_private_kib=%ld vmm_anon_kib=%ld vmm_pte_kib=%ld vmm_threads=%ld vmm_rss_kib=%ld shared_kib=%ld clones=%" PRIu64 "\n",
+		       ok, n, (a0 - a1) / ok, g0 < 0 ? -1 : (g1 - g0) / ok, priv / ok,
+		       c.anon, c.pte, c.threads, c.rss, shared,
+		       (uint64_t)(m1.clones - m0.clones));
+	} else {
+		printf("# %3d idle sandboxes: none could be made\n", n);
+	}
+	kill_ours();
+	free(s);
+	return ok == n ? 0 : 1;
+}
+
+/*
+ * Sandboxes made one by one until the host memory they use passes
+ * @budget_mib, a create fails, or @max are up.
+ */
+static int density(const char *tmpl, int budget_mib, int max)
+{
+	struct sample *s = calloc(max, sizeof(*s));
+	long a0 = mem_available_kib(), used = 0;
+	const char *vmm = getenv("CUBE_VMM");
+	int n = 0;
+	const char *why = "the maximum";
+
+	if (!s)
+		return -ENOMEM;
+	while (n < max && !stopping) {
+		if (batch(tmpl, s + n, 1) != 1 || !s[n].ok) {
+			why = "a create failed";
+			break;
+		}
+		n++;
+		used = a0 - mem_available_kib();
+		if (used > (long)budget_mib * 1024) {
+			why = "the budget";
+			n--;	/* the last one did not fit */
+			break;
+		}
+	}
+	printf("# density: %d idle sandboxes in %d MiB (stopped by %s; %ld KiB used by the last count + 1), VMM %s\n",
+	       n, budget_mib, why, used, vmm ? vmm : "cube-vmm");
+	printf("bench: figure=density budget_mib=%d sandboxes=%d stopped_by=\"%s\" host_kib=%ld\n",
+	       budget_mib, n, why, used);
+	kill_ours();
+	free(s);
+	return 0;
+}
+
+static void on_signal(int sig)
+{
+	stopping = sig;
+}
+
 int main(int argc, char **argv)
 {
-	const char *tmpl = "bench", *cubectl = "cubectl";
-	int levels[MAX_LEVELS], nl = 0, samples = 50, opt, i, ret = 0;
+	const char *tmpl = "bench";
+	int levels[MAX_LEVELS], mems[MAX_LEVELS], nl = 0, nm = 0, samples = 50;
+	int budget = 0, max = 64, limit = -1, opt, i, ret = 0;
+	struct sigaction sa = { .sa_handler = on_signal };
 	char found[PATH_MAX];
 
-	while ((opt = getopt(argc, argv, "t:n:c:C:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:T:")) != -1) {
 		switch (opt) {
 		case 't':
 			tmpl = optarg;
@@ -324,19 +660,38 @@ int main(int argc, char **argv)
 			}
 			levels[nl++] = atoi(optarg);
 			break;
+		case 'm':
+			if (nm == MAX_LEVELS || atoi(optarg) < 1 ||
+			    atoi(optarg) > MAX_LIVE) {
+				fprintf(stderr, "sandbox_bench: bad -m '%s' (1..%d, at most %d levels)\n",
+					optarg, MAX_LIVE, MAX_LEVELS);
+				return 2;
+			}
+			mems[nm++] = atoi(optarg);
+			break;
+		case 'D':
+			budget = atoi(optarg);
+			break;
+		case 'x':
+			max = atoi(optarg);
+			break;
+		case 'T':
+			limit = atoi(optarg);
+			break;
 		case 'C':
 			cubectl = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-C CUBECTL]\n");
+			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX]] [-T SECONDS] [-C CUBECTL]\n");
 			return 2;
 		}
 	}
-	if (samples < 1) {
-		fprintf(stderr, "sandbox_bench: -n must be at least 1\n");
+	if (samples < 1 || max < 1 || max > MAX_LIVE || budget < 0) {
+		fprintf(stderr, "sandbox_bench: -n must be at least 1, -x 1..%d, -D not negative\n",
+			MAX_LIVE);
 		return 2;
 	}
-	if (!nl) {
+	if (!nl && !nm && !budget) {
 		levels[nl++] = 1;
 		levels[nl++] = 50;
 	}
@@ -347,8 +702,42 @@ int main(int argc, char **argv)
 		}
 		cubectl = found;
 	}
-	printf("# template %s, %d runs a level, cubectl %s\n", tmpl, samples, cubectl);
-	for (i = 0; i < nl; i++)
-		ret |= level(cubectl, tmpl, levels[i], samples) != 0;
+	snprintf(label, sizeof(label), "cube-bench=%d", (int)getpid());
+	/* no SA_RESTART: a signal ends the wait for the workers at once */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGALRM, &sa, NULL);
+	if (limit == 0) {
+		printf("# sandbox_bench: no time left (-T 0)\n");
+		return 1;
+	}
+	if (limit > 0)
+		alarm(limit);
+	setpgid(0, 0);
+	cgroup_enter();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("# template %s, cubectl %s\n", tmpl, cubectl);
+	for (i = 0; i < nl && !stopping; i++) {
+		printf("# latency: %d runs at concurrency %d\n", samples, levels[i]);
+		ret |= level(tmpl, levels[i], samples) != 0;
+	}
+	for (i = 0; i < nm && !stopping; i++)
+		ret |= mem_level(tmpl, mems[i]) != 0;
+	if (budget && !stopping)
+		ret |= density(tmpl, budget, max) != 0;
+	if (stopping) {
+		/* the workers and the cubectl they run: the shims notice the
+		 * caller gone and stop their VMMs */
+		signal(SIGTERM, SIG_IGN);
+		kill(0, SIGTERM);
+		while (wait(NULL) > 0)
+			;
+		printf("# stopped by signal %d: killing what this run made\n",
+		       (int)stopping);
+		kill_ours();
+		ret = 1;
+	}
+	cgroup_leave();
 	return ret;
 }

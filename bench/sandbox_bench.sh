@@ -1,12 +1,27 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# sandbox_bench.sh [DIR]: boot-to-ready and restore-to-ready through
-# cubectl.  Builds a template from the guest images in DIR (the layout of
-# `make demo-install`: cubectl, cube-shim, cube-vmm, initramfs.cpio.gz,
-# rootfs.ext4 or the test machine's rootfs disk; default ../demo beside this
-# script), reports how long the build took (boot, agent ready, snapshot),
-# then runs sandbox_bench at each of $BENCH_CONCURRENCY (default "1 50").
+# sandbox_bench.sh [DIR]: what a sandbox costs through cubectl.  Builds a
+# template from the guest images in DIR (the layout of `make demo-install`:
+# cubectl, cube-shim, cube-vmm, initramfs.cpio.gz, rootfs.ext4 or the test
+# machine's rootfs disk; default ../demo beside this script), reports how
+# long the build took (boot, agent ready, snapshot), then runs sandbox_bench:
+#
+#   * latency: create to ready and the first command, at each concurrency
+#     of $BENCH_CONCURRENCY (default "1 50"), $BENCH_SAMPLES runs each
+#     (default 50);
+#   * memory: $BENCH_MEM_N (default "1 10 30") idle sandboxes at once, per
+#     sandbox: host memory, cgroup, guest private pages, VMM overhead;
+#   * density: idle sandboxes made until they use $BENCH_DENSITY_MIB
+#     (default 512; 0 leaves this out) of host memory, at most
+#     $BENCH_DENSITY_MAX (default 40), once onto /dev/cube clones and once
+#     with cube-vmm --no-cube (the memory file mapped MAP_PRIVATE), and
+#     the ratio of the two.
+#
+# The whole run stops itself after $BENCH_DEADLINE seconds (default 1200),
+# below the harness's bound on the bench group.  Whatever way it ends
+# (done, failed, SIGTERM/SIGINT/SIGHUP) it leaves nothing: no sandbox, VMM,
+# namespace, cgroup, template or state file, and so no reference to cube.ko.
 # Needs root, /dev/kvm and cube.ko.  A measurement, not a test.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,28 +30,100 @@ work=/tmp/cube-bench.$$
 export CUBE_STATE_DIR=$work/state CUBE_RUN_DIR=$work/run
 export CUBE_VMM=$dir/cube-vmm CUBE_SHIM=$dir/cube-shim
 C=$dir/cubectl
-trap '$C template rm bench >/dev/null 2>&1; rm -rf "$work"' EXIT
+T=bench
+start=$(cut -d' ' -f1 /proc/uptime)
+deadline=${BENCH_DEADLINE:-1200}
+
+child=
+# run CMD...: in the background, waited for, so that a signal reaches the
+# trap at once instead of after CMD ends
+run() {
+	"$@" &
+	child=$!
+	wait "$child"
+	st=$?
+	child=
+	return $st
+}
+cleanup() {
+	trap - EXIT INT TERM HUP
+	if [ -n "$child" ]; then
+		kill "$child" 2>/dev/null
+		wait "$child" 2>/dev/null
+	fi
+	# anything of the template left (sandbox_bench kills its own; this
+	# catches a sandbox_bench that was killed outright)
+	i=0
+	while [ $i -lt 30 ]; do
+		ids=$($C ls 2>/dev/null | awk -v t=$T 'NR > 1 && $3 == t { print $1 }')
+		[ -n "$ids" ] || break
+		$C kill $ids >/dev/null 2>&1
+		sleep 1
+		i=$((i + 1))
+	done
+	$C template rm $T >/dev/null 2>&1
+	for g in /sys/fs/cgroup/cube-bench.*; do
+		[ -d "$g" ] && rmdir "$g" 2>/dev/null
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "# sandbox_bench.sh: stopped by SIGTERM"; exit 143' TERM
+trap 'echo "# sandbox_bench.sh: stopped by SIGINT"; exit 130' INT
+trap 'echo "# sandbox_bench.sh: stopped by SIGHUP"; exit 129' HUP
 mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
+
+# seconds left before the deadline
+left() {
+	awk -v s="$start" -v d="$deadline" '{ l = int(s + d - $1); print (l > 0 ? l : 0) }' /proc/uptime
+}
 
 # the kernel whose modules the initramfs carries: make benchmarks names it
 kernel=${CUBE_KERNEL:-/boot/vmlinuz}
 rootfs=$dir/rootfs.ext4
 [ -e "$rootfs" ] || rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 if [ -b "$rootfs" ]; then
-	cp "$rootfs" "$work/rootfs.ext4"
+	run cp "$rootfs" "$work/rootfs.ext4" || exit 1
 	rootfs=$work/rootfs.ext4
 fi
 
 t0=$(cut -d' ' -f1 /proc/uptime)
-$C template build bench --kernel "$kernel" --initrd "$dir/initramfs.cpio.gz" \
+run $C template build $T --kernel "$kernel" --initrd "$dir/initramfs.cpio.gz" \
 	--rootfs "$rootfs" --append cube.rootfstype=ext4 --memory 256 >/dev/null || {
 	echo "# sandbox_bench: template build failed"
 	exit 1
 }
 t1=$(cut -d' ' -f1 /proc/uptime)
 echo "# template build (boot to agent ready, then snapshot): $(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }') s"
+echo "bench: figure=template_build seconds=$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')"
+
 args=
 for c in ${BENCH_CONCURRENCY:-1 50}; do
 	args="$args -c $c"
 done
-"$here/sandbox_bench" -t bench -C "$C" -n "${BENCH_SAMPLES:-50}" $args
+for n in ${BENCH_MEM_N:-1 10 30}; do
+	args="$args -m $n"
+done
+rc=0
+run "$here/sandbox_bench" -t $T -C "$C" -n "${BENCH_SAMPLES:-50}" -T "$(left)" $args || rc=1
+
+# density: onto /dev/cube clones, then the MAP_PRIVATE file path
+budget=${BENCH_DENSITY_MIB:-512}
+max=${BENCH_DENSITY_MAX:-40}
+if [ "$budget" -gt 0 ]; then
+	run "$here/sandbox_bench" -t $T -C "$C" -D "$budget" -x "$max" -T "$(left)" \
+		> "$work/dens-cube" || rc=1
+	cat "$work/dens-cube"
+	printf '#!/bin/sh\nexec "%s" --no-cube "$@"\n' "$dir/cube-vmm" > "$work/vmm-no-cube"
+	chmod +x "$work/vmm-no-cube"
+	CUBE_VMM=$work/vmm-no-cube run "$here/sandbox_bench" -t $T -C "$C" \
+		-D "$budget" -x "$max" -T "$(left)" > "$work/dens-file" || rc=1
+	sed 's/figure=density /figure=density_no_cube /' "$work/dens-file"
+	a=$(sed -n 's/^bench: figure=density .*sandboxes=\([0-9]*\).*/\1/p' "$work/dens-cube")
+	b=$(sed -n 's/^bench: figure=density .*sandboxes=\([0-9]*\).*/\1/p' "$work/dens-file")
+	if [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt 0 ]; then
+		echo "# density in $budget MiB: $a sandboxes onto /dev/cube, $b with --no-cube (MAP_PRIVATE): x$(echo "$a $b" | awk '{ printf "%.2f", $1 / $2 }')"
+		echo "bench: figure=density_ratio budget_mib=$budget cube=$a no_cube=$b ratio=$(echo "$a $b" | awk '{ printf "%.3f", $1 / $2 }')"
+	fi
+fi
+exit $rc
