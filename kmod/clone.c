@@ -6,31 +6,40 @@
  * an address_space of its own: unmap_mapping_range() on it reaches every
  * mapping of the clone, in every process, and fires the MMU notifiers (KVM
  * drops its SPTEs).  The clone's pages are not in that address_space's page
- * cache; ->fault hands the core mm a referenced, locked struct page:
+ * cache; ->fault hands the core mm a referenced, locked struct page, or
+ * maps the zero page itself:
  *
- *  - a read fault maps the snapshot's page (or the module's page of zeros
- *    for a hole).  The mapping is MAP_SHARED with ->page_mkwrite, so the
- *    core mm maps it read-only;
- *  - the first write to a page (a write fault, or ->page_mkwrite on a
- *    read-only PTE) copies the page into a private page of the clone and
- *    zaps the old PTEs of that offset in every mapping; the private page is
- *    then mapped writable.  A shared page is never mapped writable.
+ *  - a read fault maps the snapshot's page.  The mapping is MAP_SHARED with
+ *    ->page_mkwrite, so the core mm maps it read-only;
+ *  - a read fault on a hole (no data in the snapshot chain) maps the
+ *    kernel's zero page as a special PTE (vmf_insert_mixed()): no struct
+ *    page reference and no rmap, so no count grows with the number of
+ *    PTEs, and a write to it reaches ->pfn_mkwrite;
+ *  - the first write to a page (a write fault, ->page_mkwrite on a
+ *    read-only PTE or ->pfn_mkwrite on the zero page) copies the page into
+ *    a private page of the clone and zaps the old PTEs of that offset in
+ *    every mapping; the private page is then mapped writable.  A shared
+ *    page is never mapped writable.
  *
  * @pages maps an offset to the clone's private page, or to CUBE_CLONE_SEEN
- * when the clone may map the snapshot's page there: no PTE of this clone
- * maps a snapshot page at an offset without that entry, so a write to an
- * offset never seen makes its private page without zapping anything (and
- * without an MMU-notifier round trip for KVM).
+ * when the clone may map the snapshot's page (or the zero page) there: no
+ * PTE of this clone maps a shared page at an offset without that entry, so
+ * a write to an offset never seen makes its private page without zapping
+ * anything (and without an MMU-notifier round trip for KVM).
  *
- * Ordering against PTE installation, which the core mm does after ->fault
- * returns: a fault returns its page locked and installs the PTE before
- * unlocking it, after checking under the page lock that the page is still
- * what the offset resolves to.  Whoever changes what an offset resolves to
- * does it under the lock of the page it replaces, then zaps the offset: a
- * fault that checked before sees its PTE zapped, a fault that checks after
- * sees the new page.  Private pages and CUBE_CLONE_SEEN entries are only
- * removed (reset, release) under @lock, so the snapshot of a clone can walk
- * them.
+ * Ordering against PTE installation: a fault checks what the offset
+ * resolves to and installs its PTE under a lock that whoever changes a
+ * CUBE_CLONE_SEEN entry must also take, then zaps the offset: a fault that
+ * checked before sees its PTE zapped, a fault that checks after sees the
+ * new entry.  That lock is the lock of the page a PTE would map (a private
+ * page, a snapshot page: the core mm installs the PTE before unlocking the
+ * page ->fault returns), or, for holes, the clone's @holes semaphore, held
+ * for reading while the zero page is mapped.  No lock is shared by every
+ * clone, and nothing allocates memory under a page lock: the xarray slot
+ * exists before it is swapped, the recorded working set is updated outside
+ * locks, and page tables are populated before pages are locked and mapped.
+ * Private pages and CUBE_CLONE_SEEN entries are only removed (reset,
+ * release) under @lock, so the snapshot of a clone can walk them.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -42,6 +51,7 @@
 #include <linux/module.h>
 #include <linux/mount.h>
 #include <linux/pagemap.h>
+#include <linux/pfn_t.h>
 #include <linux/pseudo_fs.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -62,6 +72,7 @@ struct cube_clone {
 	unsigned int flags;
 	struct xarray pages;
 	struct mutex lock;
+	struct rw_semaphore holes;
 	atomic64_t private_pages;
 	atomic64_t shared_pages;
 	atomic64_t faults;
@@ -164,16 +175,35 @@ static struct page *cube_clone_private(struct cube_clone *clone,
 	return page;
 }
 
-/* Lock a private page and check it is still the clone's at @index. */
-static bool cube_clone_lock_private(struct cube_clone *clone, pgoff_t index,
-				    struct page *page)
+/* Lock @page, or with @try only take it when it is free at once. */
+static bool cube_clone_lock_page(struct page *page, bool try)
 {
+	if (try)
+		return trylock_page(page);
 	lock_page(page);
-	if (xa_load(&clone->pages, index) == page)
-		return true;
-	unlock_page(page);
-	put_page(page);
-	return false;
+	return true;
+}
+
+/*
+ * The lock a fault holds while it maps the shared page of a CUBE_CLONE_SEEN
+ * offset: the snapshot's page @src, or for a hole (@src NULL) the clone's
+ * @holes.  Whoever changes a CUBE_CLONE_SEEN entry takes it.
+ */
+static void cube_clone_lock_shared(struct cube_clone *clone, struct page *src)
+{
+	if (src)
+		lock_page(src);
+	else
+		down_write(&clone->holes);
+}
+
+static void cube_clone_unlock_shared(struct cube_clone *clone,
+				     struct page *src)
+{
+	if (src)
+		unlock_page(src);
+	else
+		up_write(&clone->holes);
 }
 
 static void cube_clone_touch(struct cube_clone *clone, pgoff_t index)
@@ -183,12 +213,14 @@ static void cube_clone_touch(struct cube_clone *clone, pgoff_t index)
 }
 
 /*
- * What @index resolves to now, referenced and locked: the clone's private
- * page, else the snapshot's page (or the page of zeros).  @touch: a real
- * access, which a recording clone adds to the working set.
+ * What @index resolves to now, for a read: the clone's private page or the
+ * snapshot's page, referenced and locked; NULL for a hole, with @holes held
+ * for reading (map the zero page with cube_clone_map_zero(), which drops
+ * it).  @touch: a real access, which a recording clone adds to the working
+ * set.  @try: fail with -EBUSY rather than wait for a lock.
  */
 static struct page *cube_clone_get_page(struct cube_clone *clone,
-					pgoff_t index, bool touch)
+					pgoff_t index, bool touch, bool try)
 {
 	struct page *page;
 	void *old;
@@ -196,8 +228,14 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 	for (;;) {
 		page = cube_clone_private(clone, index);
 		if (page) {
-			if (cube_clone_lock_private(clone, index, page))
+			if (!cube_clone_lock_page(page, try)) {
+				put_page(page);
+				return ERR_PTR(-EBUSY);
+			}
+			if (xa_load(&clone->pages, index) == page)
 				return page;
+			unlock_page(page);	/* reset meanwhile */
+			put_page(page);
 			continue;
 		}
 		old = xa_cmpxchg(&clone->pages, index, NULL, CUBE_CLONE_SEEN,
@@ -211,9 +249,22 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 		} else if (old != CUBE_CLONE_SEEN) {
 			continue;	/* a private page appeared */
 		}
-		page = cube_snapshot_page(clone->snap, index) ?: cube_zero_page;
+		page = cube_snapshot_page(clone->snap, index);
+		if (!page) {
+			if (!try)
+				down_read(&clone->holes);
+			else if (!down_read_trylock(&clone->holes))
+				return ERR_PTR(-EBUSY);
+			if (xa_load(&clone->pages, index) == CUBE_CLONE_SEEN)
+				return NULL;
+			up_read(&clone->holes);	/* reset or written meanwhile */
+			continue;
+		}
 		get_page(page);
-		lock_page(page);
+		if (!cube_clone_lock_page(page, try)) {
+			put_page(page);
+			return ERR_PTR(-EBUSY);
+		}
 		if (xa_load(&clone->pages, index) == CUBE_CLONE_SEEN)
 			return page;
 		unlock_page(page);	/* reset or written meanwhile */
@@ -222,23 +273,40 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 }
 
 /*
+ * Map the zero page read-only at @addr: a special PTE, no reference taken.
+ * Called with @holes held for reading by cube_clone_get_page(); drops it.
+ */
+static vm_fault_t cube_clone_map_zero(struct cube_clone *clone,
+				      struct vm_area_struct *vma,
+				      unsigned long addr)
+{
+	vm_fault_t ret;
+
+	ret = vmf_insert_mixed(vma, addr, pfn_to_pfn_t(my_zero_pfn(addr)));
+	up_read(&clone->holes);
+	return ret;
+}
+
+/*
  * The clone's private page at @index, referenced and locked; made now from
- * the snapshot's page when there is none.  *@zapped tells whether the
- * offset's PTEs were zapped.
+ * the snapshot's page (or zeros) when there is none.  *@zapped tells
+ * whether the offset's PTEs were zapped.
  */
 static struct page *cube_clone_get_private(struct cube_clone *clone,
 					   pgoff_t index, bool *zapped)
 {
 	struct page *page, *src;
-	bool seen;
 	void *old;
 
 	*zapped = false;
 	for (;;) {
 		page = cube_clone_private(clone, index);
 		if (page) {
-			if (cube_clone_lock_private(clone, index, page))
+			lock_page(page);
+			if (xa_load(&clone->pages, index) == page)
 				return page;
+			unlock_page(page);	/* reset meanwhile */
+			put_page(page);
 			continue;
 		}
 		page = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT);
@@ -250,26 +318,29 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 		else
 			clear_highpage(page);
 		__SetPageLocked(page);
-		src = src ?: cube_zero_page;
 
-		/* Replace what the offset resolved to, under its lock. */
-		lock_page(src);
+		/* Never mapped at this offset: nothing to order against. */
 		old = xa_cmpxchg(&clone->pages, index, NULL, page,
 				 GFP_KERNEL_ACCOUNT);
-		seen = old == CUBE_CLONE_SEEN;
-		if (seen) {
+		if (!old) {
+			cube_clone_touch(clone, index);
+		} else if (old == CUBE_CLONE_SEEN) {
+			/*
+			 * Maybe mapped shared: swap under the lock its faults
+			 * hold.  The slot exists, so nothing is allocated.
+			 */
+			cube_clone_lock_shared(clone, src);
 			old = xa_cmpxchg(&clone->pages, index, CUBE_CLONE_SEEN,
-					 page, GFP_KERNEL_ACCOUNT);
+					 page, 0);
+			cube_clone_unlock_shared(clone, src);
 			if (old == CUBE_CLONE_SEEN) {
 				atomic64_dec(&clone->shared_pages);
+				*zapped = true;
 				old = NULL;
 			} else if (!old) {
-				old = CUBE_CLONE_SEEN;	/* changed: retry */
+				old = CUBE_CLONE_SEEN;	/* reset: retry */
 			}
-		} else if (!old) {
-			cube_clone_touch(clone, index);
 		}
-		unlock_page(src);
 		if (old) {
 			__ClearPageLocked(page);
 			put_page(page);
@@ -281,18 +352,46 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 		atomic64_inc(&clone->cow_faults);
 		atomic64_inc(&cube_stats.private_pages);
 		/* Mappings may still map the shared page: zap them. */
-		if (seen)
+		if (*zapped)
 			cube_clone_zap(clone, index, 1);
-		*zapped = seen;
 		get_page(page);		/* for the caller; @pages has one */
 		return page;
 	}
 }
 
-/* Map @index into @vma ahead of any access; count it in @counter. */
-static void cube_clone_prefault_one(struct cube_clone *clone,
-				    struct vm_area_struct *vma, pgoff_t index,
-				    atomic64_t *counter)
+static int cube_clone_pte_noop(pte_t *pte, unsigned long addr, void *data)
+{
+	return 0;
+}
+
+/*
+ * Make sure the page table that maps @addr exists, so that mapping a page
+ * there allocates nothing while a page lock is held.  *@done: the PMD range
+ * already known to have one.
+ */
+static int cube_clone_populate(struct vm_area_struct *vma, unsigned long addr,
+			       unsigned long *done)
+{
+	int ret;
+
+	if (*done == (addr & PMD_MASK))
+		return 0;
+	ret = apply_to_page_range(vma->vm_mm, addr & PAGE_MASK, PAGE_SIZE,
+				  cube_clone_pte_noop, NULL);
+	if (!ret)
+		*done = addr & PMD_MASK;
+	return ret;
+}
+
+/*
+ * Map @index into @vma ahead of any access; count it in @counter.  @try:
+ * skip a page whose lock is taken rather than wait.  *@done as for
+ * cube_clone_populate().
+ */
+static void cube_clone_map_one(struct cube_clone *clone,
+			       struct vm_area_struct *vma, pgoff_t index,
+			       bool try, unsigned long *done,
+			       atomic64_t *counter)
 {
 	unsigned long addr;
 	struct page *page;
@@ -300,9 +399,16 @@ static void cube_clone_prefault_one(struct cube_clone *clone,
 	if (index < vma->vm_pgoff || index - vma->vm_pgoff >= vma_pages(vma))
 		return;
 	addr = vma->vm_start + ((index - vma->vm_pgoff) << PAGE_SHIFT);
-	page = cube_clone_get_page(clone, index, false);
+	if (cube_clone_populate(vma, addr, done))
+		return;
+	page = cube_clone_get_page(clone, index, false, try);
 	if (IS_ERR(page))
 		return;
+	if (!page) {
+		if (cube_clone_map_zero(clone, vma, addr) == VM_FAULT_NOPAGE)
+			atomic64_inc(counter);
+		return;
+	}
 	if (!vm_insert_page(vma, addr, page))
 		atomic64_inc(counter);
 	unlock_page(page);
@@ -315,15 +421,15 @@ static void cube_clone_prefault(struct cube_clone *clone,
 {
 	pgoff_t first = vma->vm_pgoff, last = first + vma_pages(vma) - 1;
 	struct cube_snapshot *snap = clone->snap;
-	unsigned long index;
+	unsigned long index, done = ~0UL;
 	void *entry;
 
 	if (atomic_long_read(&snap->ws_pages)) {
 		xa_for_each_range(&snap->ws, index, entry, first, last) {
 			if (fatal_signal_pending(current))
 				return;
-			cube_clone_prefault_one(clone, vma, index,
-						&clone->prefaulted);
+			cube_clone_map_one(clone, vma, index, false, &done,
+					   &clone->prefaulted);
 			cond_resched();
 		}
 		return;
@@ -332,8 +438,8 @@ static void cube_clone_prefault(struct cube_clone *clone,
 		xa_for_each_range(&snap->pages, index, entry, first, last) {
 			if (fatal_signal_pending(current))
 				return;
-			cube_clone_prefault_one(clone, vma, index,
-						&clone->prefaulted);
+			cube_clone_map_one(clone, vma, index, false, &done,
+					   &clone->prefaulted);
 			cond_resched();
 		}
 	}
@@ -342,13 +448,15 @@ static void cube_clone_prefault(struct cube_clone *clone,
 /*
  * Fault-around: a read fault also maps the neighbours of the faulting
  * page that hold data (a snapshot page or a private page), as the page
- * cache does for files.  Holes are left to fault on their own.  Not for
- * recording clones: their faults are the working set.
+ * cache does for files.  Holes are left to fault on their own, and so is
+ * a neighbour whose page lock is taken.  Not for recording clones: their
+ * faults are the working set.
  */
 #define CUBE_FAULT_AROUND	16
 
 static void cube_clone_fault_around(struct cube_clone *clone,
-				    struct vm_area_struct *vma, pgoff_t index)
+				    struct vm_area_struct *vma, pgoff_t index,
+				    unsigned long *done)
 {
 	pgoff_t first = max_t(pgoff_t, round_down(index, CUBE_FAULT_AROUND),
 			      vma->vm_pgoff);
@@ -364,7 +472,8 @@ static void cube_clone_fault_around(struct cube_clone *clone,
 		entry = xa_load(&clone->pages, i);
 		if ((entry && !xa_is_value(entry)) ||
 		    cube_snapshot_page(clone->snap, i))
-			cube_clone_prefault_one(clone, vma, i, &clone->around);
+			cube_clone_map_one(clone, vma, i, true, done,
+					   &clone->around);
 	}
 }
 
@@ -372,6 +481,7 @@ static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct cube_clone *clone = vma->vm_file->private_data;
+	unsigned long done = ~0UL;
 	struct page *page;
 	bool zapped;
 
@@ -390,9 +500,13 @@ static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
 	if (vmf->flags & FAULT_FLAG_WRITE) {
 		page = cube_clone_get_private(clone, vmf->pgoff, &zapped);
 	} else {
+		if (cube_clone_populate(vma, vmf->address, &done))
+			return VM_FAULT_OOM;
 		if (!(clone->flags & CUBE_CLONE_F_RECORD))
-			cube_clone_fault_around(clone, vma, vmf->pgoff);
-		page = cube_clone_get_page(clone, vmf->pgoff, true);
+			cube_clone_fault_around(clone, vma, vmf->pgoff, &done);
+		page = cube_clone_get_page(clone, vmf->pgoff, true, false);
+		if (!page)
+			return cube_clone_map_zero(clone, vma, vmf->address);
 	}
 	if (IS_ERR(page))
 		return vmf_error(PTR_ERR(page));
@@ -400,32 +514,52 @@ static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
 	return VM_FAULT_LOCKED;
 }
 
+/*
+ * A write through a read-only PTE of a shared page (or of a private page
+ * that was replaced meanwhile): make the private copy, zap the offset and
+ * let the access fault again onto the private page.
+ */
+static vm_fault_t cube_clone_unshare(struct cube_clone *clone, pgoff_t index)
+{
+	struct page *page;
+	bool zapped;
+
+	page = cube_clone_get_private(clone, index, &zapped);
+	if (IS_ERR(page))
+		return vmf_error(PTR_ERR(page));
+	unlock_page(page);
+	put_page(page);
+	if (!zapped)	/* a stale page, already replaced */
+		cube_clone_zap(clone, index, 1);
+	return VM_FAULT_NOPAGE;
+}
+
 static vm_fault_t cube_clone_page_mkwrite(struct vm_fault *vmf)
 {
 	struct cube_clone *clone = vmf->vma->vm_file->private_data;
 	struct page *page = vmf->page;
-	bool zapped;
 
 	atomic64_inc(&clone->faults);
 	lock_page(page);
 	if (xa_load(&clone->pages, vmf->pgoff) == page)
 		return VM_FAULT_LOCKED;		/* private: may be written */
 	unlock_page(page);
+	return cube_clone_unshare(clone, vmf->pgoff);
+}
 
-	/* A shared (or stale) page: make the private copy, refault it. */
-	page = cube_clone_get_private(clone, vmf->pgoff, &zapped);
-	if (IS_ERR(page))
-		return vmf_error(PTR_ERR(page));
-	unlock_page(page);
-	put_page(page);
-	if (!zapped)	/* a stale private page, already replaced */
-		cube_clone_zap(clone, vmf->pgoff, 1);
-	return VM_FAULT_NOPAGE;
+/* Only holes are mapped without a struct page: the zero page. */
+static vm_fault_t cube_clone_pfn_mkwrite(struct vm_fault *vmf)
+{
+	struct cube_clone *clone = vmf->vma->vm_file->private_data;
+
+	atomic64_inc(&clone->faults);
+	return cube_clone_unshare(clone, vmf->pgoff);
 }
 
 static const struct vm_operations_struct cube_clone_vm_ops = {
 	.fault		= cube_clone_fault,
 	.page_mkwrite	= cube_clone_page_mkwrite,
+	.pfn_mkwrite	= cube_clone_pfn_mkwrite,
 };
 
 static int cube_clone_mmap(struct file *file, struct vm_area_struct *vma)
@@ -438,8 +572,9 @@ static int cube_clone_mmap(struct file *file, struct vm_area_struct *vma)
 	    vma_pages(vma) > clone->nr_pages - vma->vm_pgoff)
 		return -EINVAL;
 	/*
-	 * Normal struct-page PTEs (GUP and KVM work on them); VM_MIXEDMAP
-	 * lets the prefault use vm_insert_page() from ->fault.
+	 * Normal struct-page PTEs (GUP and KVM work on them) and the zero
+	 * page's special PTEs: VM_MIXEDMAP lets ->fault use vm_insert_page()
+	 * and vmf_insert_mixed().
 	 */
 	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND);
 	vma->vm_ops = &cube_clone_vm_ops;
@@ -459,13 +594,12 @@ static long cube_clone_reset(struct cube_clone *clone)
 
 		if (xa_is_value(entry)) {
 			/* under the lock a fault maps the shared page with */
-			page = cube_snapshot_page(clone->snap, index) ?:
-			       cube_zero_page;
-			lock_page(page);
+			page = cube_snapshot_page(clone->snap, index);
+			cube_clone_lock_shared(clone, page);
 			if (xa_cmpxchg(&clone->pages, index, entry, NULL, 0) ==
 			    entry)
 				atomic64_dec(&clone->shared_pages);
-			unlock_page(page);
+			cube_clone_unlock_shared(clone, page);
 			continue;
 		}
 		lock_page(page);
@@ -620,6 +754,7 @@ static struct cube_clone *cube_clone_alloc(struct cube_snapshot *snap,
 	clone->flags = flags;
 	xa_init(&clone->pages);
 	mutex_init(&clone->lock);
+	init_rwsem(&clone->holes);
 	i_size_write(clone->inode, (loff_t)snap->nr_pages << PAGE_SHIFT);
 	atomic_inc(&snap->clones);
 	atomic64_inc(&cube_stats.clones);
