@@ -66,6 +66,7 @@ struct shim {
 	int vmm_argc;
 
 	int sbfd;
+	int sfd;			/* signalfd: TERM, INT, HUP, CHLD */
 	uint64_t id;
 	char dir[PATH_MAX];
 	pid_t vmm;
@@ -462,6 +463,34 @@ static void last_line(struct shim *s, const char *file, char *buf, size_t len)
 	fclose(f);
 }
 
+/*
+ * While the guest starts: has anyone given up on this sandbox?  A signal
+ * (other than SIGCHLD), a kill request on the sandbox fd, or the caller
+ * gone from the report pipe (cubectl create killed, a benchmark ended by
+ * its time limit) ends the wait at once instead of at the boot timeout,
+ * so nothing of a start nobody waits for outlives it.  Waits up to @ms.
+ */
+static bool start_abandoned(struct shim *s, int ms)
+{
+	struct pollfd p[3] = {
+		{ .fd = s->sfd, .events = POLLIN },
+		{ .fd = s->sbfd, .events = POLLIN | POLLPRI },
+		{ .fd = s->report_fd, .events = 0 },
+	};
+	struct signalfd_siginfo si;
+
+	if (poll(p, 3, ms) <= 0)
+		return false;
+	if ((p[0].revents & POLLIN) &&
+	    read(s->sfd, &si, sizeof(si)) == sizeof(si) &&
+	    si.ssi_signo != SIGCHLD)
+		return true;
+	if (p[1].revents & (POLLIN | POLLPRI | POLLERR | POLLHUP))
+		return true;
+	/* a pipe's write end reports POLLERR once its reader has gone */
+	return p[2].revents & (POLLERR | POLLHUP);
+}
+
 /* Wait for the agent; give the guest its identity and entropy. */
 static int wait_agent(struct shim *s)
 {
@@ -499,7 +528,11 @@ static int wait_agent(struct shim *s)
 			cube_agent_close(a);
 			a = NULL;
 		}
-		usleep(100 * 1000);
+		if (start_abandoned(s, 100)) {
+			s->kill_requested = true;
+			report(s, ECANCELED, "the start was abandoned");
+			return -ECANCELED;
+		}
 	}
 	if (!a) {
 		report(s, ETIMEDOUT, "the guest agent did not answer within %u s",
@@ -605,7 +638,7 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 
 int main(int argc, char **argv)
 {
-	struct shim s = { .report_fd = -1, .sbfd = -1,
+	struct shim s = { .report_fd = -1, .sbfd = -1, .sfd = -1,
 			  .net = { .netns_fd = -1, .tap_fd = -1 },
 			  .vcpus = CUBE_VCPUS_DEFAULT,
 			  .memory_mb = CUBE_MEMORY_DEFAULT,
@@ -632,6 +665,7 @@ int main(int argc, char **argv)
 		report(&s, errno, "signalfd: %s", strerror(errno));
 		return 1;
 	}
+	s.sfd = sfd;
 	if (register_sandbox(&s) || make_dir(&s) || setup_net(&s))
 		goto out;
 	if (start_vmm(&s))
