@@ -248,6 +248,113 @@ static bool usable(const struct cube_nl_sandbox *ns)
 	       ns->state == CUBE_SANDBOX_PAUSED;
 }
 
+/* --- E2B ids --- */
+
+static struct sbx *find_eid_locked(struct cube_backend *b, const char *sid)
+{
+	struct sbx *s;
+
+	for (s = b->list; s; s = s->next)
+		if (!strcmp(s->eid, sid))
+			return s;
+	return NULL;
+}
+
+/*
+ * A sandbox's E2B id is its module id, unless that id was handed out
+ * before: module ids start again at 1 each time cube.ko loads, while
+ * paused sandboxes, clients and their logs keep the ids they were given.
+ * The largest E2B id handed out is kept in $CUBE_STATE_DIR/e2b-last-id; a
+ * module id at or below it, or one that a listed or paused sandbox holds,
+ * gives way to the next number above it.
+ */
+static int last_id_path(char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/e2b-last-id", cube_state_dir());
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* 0 when none was handed out (or the file is unreadable) */
+static uint64_t last_id_load(void)
+{
+	unsigned long long v = 0;
+	char path[PATH_MAX];
+	FILE *f;
+
+	if (last_id_path(path, sizeof(path)))
+		return 0;
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+static int last_id_save(uint64_t v)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	int fd, n, ret = 0;
+	char line[32];
+
+	if (last_id_path(path, sizeof(path)))
+		return -ENAMETOOLONG;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	mkdir(cube_state_dir(), 0755);
+	n = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)v);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, line, n) != n)
+		ret = -EIO;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+static bool eid_taken_locked(struct cube_backend *b, const char *eid)
+{
+	char path[PATH_MAX];
+
+	if (find_eid_locked(b, eid))
+		return true;
+	/* a paused sandbox, or one being resumed */
+	return (!cube_be_paused_path(path, sizeof(path), eid, ".json") &&
+		!access(path, F_OK)) ||
+	       (!cube_be_paused_path(path, sizeof(path), eid, ".resuming") &&
+		!access(path, F_OK));
+}
+
+int cube_be_assign_eid_locked(struct cube_backend *b, struct sbx *s)
+{
+	uint64_t last = last_id_load(), stored = last, v = s->id;
+	char eid[E2B_ID_MAX + 1];
+	int ret;
+
+	for (;;) {
+		if (v <= last)
+			v = last + 1;
+		snprintf(eid, sizeof(eid), "%llu", (unsigned long long)v);
+		if (!eid_taken_locked(b, eid))
+			break;
+		last = v;
+	}
+	/* recorded before anyone is told */
+	if (v > stored) {
+		ret = last_id_save(v);
+		if (ret)
+			return ret;
+	}
+	strcpy(s->eid, eid);
+	return 0;
+}
+
 /* Add or refresh the entry of a module sandbox; locked. */
 struct sbx *cube_be_adopt_locked(struct cube_backend *b,
 				 const struct cube_nl_sandbox *ns)
@@ -255,6 +362,8 @@ struct sbx *cube_be_adopt_locked(struct cube_backend *b,
 	struct sbx *s = cube_be_find_locked(b, ns->id);
 
 	if (!s) {
+		bool fresh = false;
+
 		s = calloc(1, sizeof(*s));
 		if (!s)
 			return NULL;
@@ -263,10 +372,21 @@ struct sbx *cube_be_adopt_locked(struct cube_backend *b,
 				(time_t)(ns->created_ns / 1000000000ULL) :
 				time(NULL);
 		meta_load(s);
-		if (!s->eid[0])
-			snprintf(s->eid, sizeof(s->eid), "%llu",
-				 (unsigned long long)s->id);
-		if (!s->token[0] && (e2b_token_new(s->token) || cube_be_meta_save(s))) {
+		if (!s->eid[0]) {
+			if (cube_be_assign_eid_locked(b, s)) {
+				sbx_free(s);
+				return NULL;
+			}
+			fresh = true;
+		}
+		if (!s->token[0]) {
+			if (e2b_token_new(s->token)) {
+				sbx_free(s);
+				return NULL;
+			}
+			fresh = true;
+		}
+		if (fresh && cube_be_meta_save(s)) {
 			sbx_free(s);
 			return NULL;
 		}
@@ -339,16 +459,6 @@ int cube_be_sync_locked(struct cube_backend *b)
 	}
 	free(v);
 	return 0;
-}
-
-static struct sbx *find_eid_locked(struct cube_backend *b, const char *sid)
-{
-	struct sbx *s;
-
-	for (s = b->list; s; s = s->next)
-		if (!strcmp(s->eid, sid))
-			return s;
-	return NULL;
 }
 
 /* The entry of E2B id @sid, checked against the module; locked. */
@@ -554,7 +664,6 @@ int cube_be_paused_list(struct e2b_sandbox **v, size_t *n, size_t *cap)
 	closedir(d);
 	return 0;
 }
-
 
 /* the module id of E2B id @sid */
 int cube_be_sandbox_id(struct cube_backend *b, const char *sid, uint64_t *id)

@@ -78,6 +78,12 @@ struct sbx *cube_be_adopt_locked(struct cube_backend *b,
 /* adopt module sandbox @id, just launched or taken from a pool */
 int cube_be_adopt_started_locked(struct cube_backend *b, uint64_t id,
 				 struct sbx **out);
+/*
+ * give @s its E2B id: its module id unless an id at or above it was ever
+ * handed out (recorded in $CUBE_STATE_DIR/e2b-last-id), or a listed or
+ * paused sandbox holds it; then the next number above them
+ */
+int cube_be_assign_eid_locked(struct cube_backend *b, struct sbx *s);
 /* what the E2B server reports of an entry */
 void cube_be_to_e2b(const struct sbx *s, struct e2b_sandbox *out);
 /* write the entry's e2b.json */
