@@ -497,6 +497,9 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 	spec.cwd = req->proc.cwd;
 	spec.user = req->user[0] ? req->user : NULL;
 	spec.pty = req->pty;
+	/* a deadline past what the agent takes is none */
+	if (req->timeout_ms <= CUBE_AGENT_MAX_TIMEOUT_MS)
+		spec.timeout_ms = req->timeout_ms;
 	spec.rows = req->rows;
 	spec.cols = req->cols;
 	p->pty = req->pty;

@@ -118,6 +118,8 @@ struct e2b_start {
 	char *tag;
 	bool stdin_open;
 	char user[E2B_USER_MAX + 1];	/* "" for the default user */
+	/* the command is killed in the sandbox after it; 0: never */
+	unsigned int timeout_ms;
 };
 
 void e2b_start_free(struct e2b_start *s);

@@ -6,9 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "e2b_http.h"
 #include "e2b_json.h"
+
+/* sandboxes on one page of GET /v2/sandboxes, and the default */
+#define E2B_LIST_LIMIT_MAX	100
 
 static void backend_error(struct e2b_response *resp, int err, const char *id,
 			  const char *msg)
@@ -77,6 +81,19 @@ static int parse_states(const char *s, bool *running, bool *paused)
 	return 0;
 }
 
+/* GET /v2/sandboxes: what to list, and which page */
+struct list_query {
+	bool running, paused;
+	const char *tmpl;		/* NULL or "": any */
+	struct e2b_kvs meta;		/* every pair must match */
+	time_t started_after;
+	size_t limit;
+	bool asc;			/* oldest first (default: newest) */
+	bool has_cursor;		/* nextToken: after this one */
+	time_t after_start;
+	char after_id[E2B_ID_MAX + 1];
+};
+
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -89,8 +106,8 @@ static int hexval(char c)
 }
 
 /*
- * metadata=k1%3Dv1%26k2%3Dv2 arrives decoded once as "k1=v1&k2=v2", each
- * key and value itself URL-encoded (the SDK encodes twice).
+ * One level of URL decoding of @s[0..@n) into @out: %XX, and '+' as a
+ * space.
  */
 static int url_decode(const char *s, size_t n, char *out, size_t cap)
 {
@@ -120,6 +137,21 @@ static int url_decode(const char *s, size_t n, char *out, size_t cap)
 	return 0;
 }
 
+/*
+ * A key or value of the metadata filter: the SDK URL-encodes each, builds
+ * "k=v&k=v" with URLSearchParams (encoding the '%'s again), and that string
+ * is the query parameter (encoded a third time).  The query parameter
+ * arrives decoded once; two levels are left.
+ */
+static int meta_decode(const char *s, size_t n, char *out, size_t cap)
+{
+	char once[3 * (E2B_META_VAL_MAX + 1)];
+
+	if (url_decode(s, n, once, sizeof(once)))
+		return -EINVAL;
+	return url_decode(once, strlen(once), out, cap);
+}
+
 static int parse_metadata_query(const char *s, struct e2b_kvs *out)
 {
 	char key[E2B_META_KEY_MAX + 1], val[E2B_META_VAL_MAX + 1];
@@ -132,8 +164,8 @@ static int parse_metadata_query(const char *s, struct e2b_kvs *out)
 
 		if (!eq || eq == p)
 			return -EINVAL;
-		if (url_decode(p, eq - p, key, sizeof(key)) ||
-		    url_decode(eq + 1, n - (eq - p) - 1, val, sizeof(val)))
+		if (meta_decode(p, eq - p, key, sizeof(key)) ||
+		    meta_decode(eq + 1, n - (eq - p) - 1, val, sizeof(val)))
 			return -EINVAL;
 		if (out->n >= E2B_META_MAX || e2b_kvs_add(out, key, val))
 			return -EINVAL;
@@ -142,60 +174,212 @@ static int parse_metadata_query(const char *s, struct e2b_kvs *out)
 	return 0;
 }
 
-static bool matches(const struct e2b_sandbox *sb, bool running, bool paused,
-		    const char *tmpl, const struct e2b_kvs *meta)
+/* "2006-01-02T15:04:05[.frac](Z|+hh:mm|-hh:mm)" (the SDK: toISOString()) */
+static int parse_time(const char *s, time_t *out)
+{
+	int y, mo, d, h, mi, sec, n = 0, oh, om;
+	struct tm tm = { 0 };
+	long off = 0;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec,
+		   &n) != 6 || mo < 1 || mo > 12 || d < 1 || d > 31 ||
+	    h > 23 || mi > 59 || sec > 60)
+		return -EINVAL;
+	s += n;
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			;
+	if ((*s == '+' || *s == '-') &&
+	    sscanf(s + 1, "%2d:%2d%n", &oh, &om, &n) == 2 && !s[1 + n]) {
+		off = (oh * 60L + om) * 60;
+		if (*s == '-')
+			off = -off;
+	} else if (strcmp(s, "Z")) {
+		return -EINVAL;
+	}
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	*out = timegm(&tm) - off;
+	return 0;
+}
+
+static bool matches(const struct e2b_sandbox *sb, const struct list_query *q)
 {
 	size_t i;
 
-	if (sb->paused ? !paused : !running)
+	if (sb->paused ? !q->paused : !q->running)
 		return false;
-	if (tmpl && tmpl[0] && strcmp(tmpl, sb->template_id))
+	if (q->tmpl && q->tmpl[0] && strcmp(q->tmpl, sb->template_id))
 		return false;
-	for (i = 0; i < meta->n; i++) {
-		const char *v = e2b_kvs_get(&sb->metadata, meta->v[i].key);
+	if (sb->started_at < q->started_after)
+		return false;
+	for (i = 0; i < q->meta.n; i++) {
+		const char *v = e2b_kvs_get(&sb->metadata, q->meta.v[i].key);
 
-		if (!v || strcmp(v, meta->v[i].value))
+		if (!v || strcmp(v, q->meta.v[i].value))
 			return false;
 	}
 	return true;
+}
+
+/* list order: by start time, then id (decimal ids by value) */
+static int cmp_start(const struct e2b_sandbox *a, time_t b_start,
+		     const char *b_id)
+{
+	size_t la = strlen(a->id), lb = strlen(b_id);
+
+	if (a->started_at != b_start)
+		return a->started_at < b_start ? -1 : 1;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a->id, b_id);
+}
+
+static int cmp_asc(const void *x, const void *y)
+{
+	const struct e2b_sandbox *b = y;
+
+	return cmp_start(x, b->started_at, b->id);
+}
+
+static int cmp_desc(const void *x, const void *y)
+{
+	return cmp_asc(y, x);
+}
+
+/*
+ * The page cursor: "<start time>.<id>" of the last sandbox given; the
+ * next page starts after it in the list's order.
+ */
+static int parse_token(const char *s, time_t *start, char *id)
+{
+	char *dot;
+	long long t;
+
+	errno = 0;
+	t = strtoll(s, &dot, 10);
+	if (errno || dot == s || *dot != '.' || t < 0 ||
+	    !e2b_id_valid(dot + 1))
+		return -EINVAL;
+	*start = t;
+	strcpy(id, dot + 1);
+	return 0;
+}
+
+static int parse_list_query(const struct e2b_request *req,
+			    struct list_query *q, char *msg)
+{
+	const char *limit = req->query(req->ctx, "limit");
+	const char *order = req->query(req->ctx, "order");
+	const char *token = req->query(req->ctx, "nextToken");
+	const char *after = req->query(req->ctx, "startedAfter");
+
+	q->tmpl = req->query(req->ctx, "template");
+	q->limit = E2B_LIST_LIMIT_MAX;
+	if (parse_states(req->query(req->ctx, "state"), &q->running,
+			 &q->paused)) {
+		snprintf(msg, E2B_MSG_MAX, "state must be running and/or paused");
+		return -EINVAL;
+	}
+	if (parse_metadata_query(req->query(req->ctx, "metadata"), &q->meta)) {
+		snprintf(msg, E2B_MSG_MAX, "malformed metadata filter");
+		return -EINVAL;
+	}
+	if (limit && limit[0]) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(limit, &end, 10);
+		if (errno || *end || v < 1 || v > E2B_LIST_LIMIT_MAX) {
+			snprintf(msg, E2B_MSG_MAX, "limit must be 1..%d",
+				 E2B_LIST_LIMIT_MAX);
+			return -EINVAL;
+		}
+		q->limit = v;
+	}
+	if (order && order[0] && strcmp(order, "asc") && strcmp(order, "desc")) {
+		snprintf(msg, E2B_MSG_MAX, "order must be asc or desc");
+		return -EINVAL;
+	}
+	q->asc = order && !strcmp(order, "asc");
+	if (token && token[0]) {
+		if (parse_token(token, &q->after_start, q->after_id)) {
+			snprintf(msg, E2B_MSG_MAX, "invalid nextToken");
+			return -EINVAL;
+		}
+		q->has_cursor = true;
+	}
+	if (after && after[0] && parse_time(after, &q->started_after)) {
+		snprintf(msg, E2B_MSG_MAX, "startedAfter is not an RFC 3339 time");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static void do_list(const struct e2b_api *api, const struct e2b_request *req,
 		    struct e2b_response *resp)
 {
 	const struct e2b_backend *b = &api->backend;
-	struct e2b_kvs meta = { 0 };
+	struct list_query q = { 0 };
 	struct e2b_sandbox *sbs = NULL;
+	char msg[E2B_MSG_MAX] = "", token[E2B_ID_MAX + 32] = "";
 	struct json_object *arr;
-	bool running, paused;
-	size_t n = 0, i;
+	size_t n = 0, i, k = 0, given = 0;
 	int ret;
 
-	if (parse_states(req->query(req->ctx, "state"), &running, &paused)) {
-		e2b_reply_error(resp, 400, "state must be running and/or paused");
-		return;
-	}
-	if (parse_metadata_query(req->query(req->ctx, "metadata"), &meta)) {
-		e2b_kvs_free(&meta);
-		e2b_reply_error(resp, 400, "malformed metadata filter");
+	if (parse_list_query(req, &q, msg)) {
+		e2b_kvs_free(&q.meta);
+		e2b_reply_error(resp, 400, "%s", msg);
 		return;
 	}
 	ret = b->ops->list(b->be, &sbs, &n);
 	if (ret) {
-		e2b_kvs_free(&meta);
+		e2b_kvs_free(&q.meta);
 		backend_error(resp, ret, NULL, NULL);
 		return;
 	}
+	/* the matching ones first, in the list's order */
+	for (i = 0; i < n; i++) {
+		if (matches(&sbs[i], &q)) {
+			struct e2b_sandbox t = sbs[k];
+
+			sbs[k++] = sbs[i];
+			sbs[i] = t;
+		}
+	}
+	qsort(sbs, k, sizeof(*sbs), q.asc ? cmp_asc : cmp_desc);
 	arr = json_object_new_array();
-	for (i = 0; arr && i < n; i++)
-		if (matches(&sbs[i], running, paused,
-			    req->query(req->ctx, "template"), &meta))
-			json_object_array_add(arr, e2b_json_listed(&sbs[i]));
+	for (i = 0; arr && i < k; i++) {
+		if (q.has_cursor) {
+			int c = cmp_start(&sbs[i], q.after_start, q.after_id);
+
+			if (q.asc ? c <= 0 : c >= 0)
+				continue;	/* on an earlier page */
+		}
+		if (given == q.limit) {
+			/* more follow: the cursor is the last one given */
+			snprintf(token, sizeof(token), "%lld.%s",
+				 (long long)sbs[i - 1].started_at, sbs[i - 1].id);
+			break;
+		}
+		json_object_array_add(arr, e2b_json_listed(&sbs[i]));
+		given++;
+	}
 	for (i = 0; i < n; i++)
 		e2b_sandbox_free(&sbs[i]);
 	free(sbs);
-	e2b_kvs_free(&meta);
+	e2b_kvs_free(&q.meta);
 	e2b_reply_json(resp, 200, arr);
+	if (token[0] && resp->status == 200) {
+		resp->next_token = strdup(token);
+		if (!resp->next_token)
+			e2b_reply_error(resp, 500, "out of memory");
+	}
 }
 
 static void do_get(const struct e2b_api *api, const struct e2b_route *rt,

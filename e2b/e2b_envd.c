@@ -203,6 +203,8 @@ static void do_start(const struct e2b_api *api, const struct e2b_envd_ctx *ec,
 		return;
 	}
 	strcpy(st.user, ec->user);
+	/* as envd: the call's deadline ends the command too */
+	st.timeout_ms = ec->timeout_ms;
 	ret = b->ops->proc_start(b->be, ec->sandbox, &st, &p, msg);
 	e2b_start_free(&st);
 	if (ret) {

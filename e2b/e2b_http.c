@@ -4,6 +4,7 @@
  * answers both planes share.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@ void e2b_response_free(struct e2b_response *r)
 		r->content_type = NULL;
 	free(r->content_type_owned);
 	r->content_type_owned = NULL;
+	free(r->next_token);
+	r->next_token = NULL;
 	if (r->stream)
 		r->stream->free(r->stream);
 	r->stream = NULL;
@@ -231,6 +234,7 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 	}
 	strcpy(ec->sandbox, id);
 	ec->keepalive_ms = 30000;
+	ec->timeout_ms = 0;
 	return 0;
 }
 
@@ -280,6 +284,26 @@ static int keepalive_ms(const struct e2b_request *req)
 	return v * 1000;
 }
 
+/*
+ * Connect-Timeout-Ms: at most 10 digits (the Connect protocol); anything
+ * else, or 0, is no deadline.
+ */
+static unsigned int timeout_ms(const struct e2b_request *req)
+{
+	const char *s = req->header(req->ctx, "Connect-Timeout-Ms");
+	unsigned long long v = 0;
+	size_t i;
+
+	if (!s || !s[0] || strlen(s) > 10)
+		return 0;
+	for (i = 0; s[i]; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v > UINT_MAX ? UINT_MAX : (unsigned int)v;
+}
+
 static void dispatch_envd(const struct e2b_api *api, const struct e2b_route *rt,
 			  const struct e2b_request *req,
 			  struct e2b_response *resp)
@@ -321,6 +345,7 @@ static void dispatch_envd(const struct e2b_api *api, const struct e2b_route *rt,
 		return;
 	}
 	ec.keepalive_ms = keepalive_ms(req);
+	ec.timeout_ms = timeout_ms(req);
 	if (stream) {
 		if (unwrap(req, &ec, &owned, resp))
 			return;

@@ -96,6 +96,7 @@ struct e2b_response {
 	size_t len;
 	struct e2b_stream *stream;
 	char *content_type_owned;
+	char *next_token;		/* X-Next-Token of a paged list, or NULL */
 };
 
 void e2b_response_free(struct e2b_response *r);
@@ -160,6 +161,7 @@ void e2b_control_handle(const struct e2b_api *api,
  * @payload: the request message (unwrapped from its envelope for streams)
  * @payload_len: its length
  * @keepalive_ms: interval of keepalive messages on server streams
+ * @timeout_ms: the call's deadline (Connect-Timeout-Ms), 0: none
  */
 struct e2b_envd_ctx {
 	char sandbox[E2B_ID_MAX + 1];
@@ -167,6 +169,7 @@ struct e2b_envd_ctx {
 	const char *payload;
 	size_t payload_len;
 	int keepalive_ms;
+	unsigned int timeout_ms;
 };
 
 void e2b_envd_handle(const struct e2b_api *api, const struct e2b_route *rt,

@@ -43,6 +43,8 @@ struct conn {
 	struct MHD_PostProcessor *pp;
 	char *query_path;		/* POST /files?path= */
 	bool part_open;			/* multipart: a file is open */
+	uint64_t part_bytes;		/* of the open part so far */
+	char *part_name;		/* its file name (NULL: none) */
 	struct e2b_response err;	/* the answer once an upload failed */
 	struct e2b_envd_ctx ec;
 };
@@ -149,6 +151,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct e2b_response *r)
 	if (r->content_type)
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
 					r->content_type);
+	if (r->next_token)
+		MHD_add_response_header(mr, "X-Next-Token", r->next_token);
 	ret = MHD_queue_response(c, r->status ? r->status : 500, mr);
 	MHD_destroy_response(mr);
 	e2b_response_free(r);
@@ -166,6 +170,22 @@ static void fail_upload(struct conn *cn, struct e2b_response *resp)
 	cn->failed = true;
 }
 
+/*
+ * Whether a call at offset 0 goes on with the open part.  libmicrohttpd
+ * calls with offset 0 and no data when a part's head has come but its
+ * first bytes have not (a body arriving in pieces; a part of a few bytes
+ * waits for the boundary after it): the data then comes at offset 0 too.
+ * Only a part that has had no data yet, under the same file name, goes on.
+ */
+static bool same_part(const struct conn *cn, const char *filename)
+{
+	if (!cn->part_open || cn->part_bytes)
+		return false;
+	if (!filename || !cn->part_name)
+		return !filename && !cn->part_name;
+	return !strcmp(filename, cn->part_name);
+}
+
 static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind,
 				 const char *key, const char *filename,
 				 const char *content_type,
@@ -179,13 +199,21 @@ static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind,
 		return MHD_NO;
 	if (!key || strcmp(key, "file"))
 		return MHD_YES;		/* other form fields are ignored */
-	if (off == 0) {
+	if (off == 0 && !same_part(cn, filename)) {
 		/* a new part: finish the previous file, open the next */
 		if (cn->part_open && e2b_upload_close(cn->up, true, &r)) {
 			fail_upload(cn, &r);
 			return MHD_NO;
 		}
 		cn->part_open = false;
+		free(cn->part_name);
+		cn->part_name = filename ? strdup(filename) : NULL;
+		cn->part_bytes = 0;
+		if (filename && !cn->part_name) {
+			e2b_reply_error(&r, 500, "out of memory");
+			fail_upload(cn, &r);
+			return MHD_NO;
+		}
 		/* the query's path wins; the part's file name otherwise */
 		if (e2b_upload_open(cn->up, cn->query_path ? cn->query_path :
 				    filename, &r)) {
@@ -195,6 +223,7 @@ static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind,
 		cn->part_open = true;
 	}
 	if (size) {
+		cn->part_bytes += size;
 		cn->upload_bytes += size;
 		if (cn->upload_bytes > E2B_UPLOAD_MAX) {
 			e2b_reply_error(&r, 413, "upload too large");
@@ -217,6 +246,7 @@ static void free_conn(struct conn *cn)
 		MHD_destroy_post_processor(cn->pp);
 	e2b_upload_free(cn->up);
 	free(cn->query_path);
+	free(cn->part_name);
 	e2b_response_free(&cn->err);
 	free(cn->body);
 	free(cn);

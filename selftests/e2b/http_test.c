@@ -18,7 +18,7 @@
 /* --- a backend that knows one sandbox, "7", and records calls --- */
 
 static int calls, creates, kills, timeouts;
-static unsigned int last_timeout;
+static unsigned int last_timeout, last_start_timeout;
 
 static int t_get(void *be, const char *id, struct e2b_sandbox *out)
 {
@@ -43,12 +43,34 @@ static int t_create(void *be, const struct e2b_new_sandbox *req,
 	return t_get(be, "7", out);
 }
 
+/* list_n: that many sandboxes "1".."n" (odd ones tagged), else "7" alone */
+static int list_n;
+#define ODD_TAG "a b/c+d@e:f"
+
 static int t_list(void *be, struct e2b_sandbox **out, size_t *n)
 {
+	int i;
+
 	calls++;
-	*out = calloc(1, sizeof(**out));
-	*n = 1;
-	return t_get(be, "7", *out);
+	if (!list_n) {
+		*out = calloc(1, sizeof(**out));
+		*n = 1;
+		return t_get(be, "7", *out);
+	}
+	*out = calloc(list_n, sizeof(**out));
+	*n = list_n;
+	/* not in order: the server sorts */
+	for (i = 0; i < list_n; i++) {
+		struct e2b_sandbox *sb = &(*out)[(i * 3) % list_n];
+
+		snprintf(sb->id, sizeof(sb->id), "%d", i + 1);
+		strcpy(sb->template_id, "base");
+		sb->started_at = 1000 + i;
+		sb->end_at = 5000;
+		if (i % 2 == 0)
+			e2b_kvs_add(&sb->metadata, "tag", ODD_TAG);
+	}
+	return 0;
 }
 
 static int t_kill(void *be, const char *id)
@@ -74,6 +96,7 @@ static int t_proc_start(void *be, const char *id, const struct e2b_start *req,
 			struct e2b_proc **out, char *msg)
 {
 	calls++;
+	last_start_timeout = req->timeout_ms;
 	if (strcmp(req->proc.cmd, "/bin/bash"))
 		return -ENOENT;
 	*out = calloc(1, sizeof(**out));
@@ -517,6 +540,34 @@ TEST(process_stream)
 		     "{\"event\":{\"end\":{\"exitCode\":1,\"exited\":true,\"status\":\"exit status 1\"}}}|"
 		     "{}|");
 	ASSERT_EQ(flags, CF_FLAG_END_STREAM);
+	ASSERT_EQ(last_start_timeout, 0);
+}
+
+/* Start's deadline (Connect-Timeout-Ms) is the command's: it reaches the backend */
+TEST(start_deadline)
+{
+	struct hdrs h = { { "E2b-Sandbox-Id", "X-Access-Token", "Connect-Timeout-Ms" },
+			  { "7", "tok7", "1500" }, 3 };
+	static const char start[] = "{\"process\":{\"cmd\":\"/bin/bash\"}}";
+	static const char *const bad[] = { "", "-1", "12a", "12345678901" };
+	uint8_t env[256];
+	struct e2b_response r;
+	size_t len = strlen(start), i;
+
+	setup();
+	cf_put_header(env, 0, len);
+	memcpy(env + CF_HDR_LEN, start, len);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/Start", &h,
+			 (char *)env, CF_HDR_LEN + len, &r), 200);
+	e2b_response_free(&r);
+	ASSERT_EQ(last_start_timeout, 1500);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		h.v[2] = bad[i];
+		ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/Start",
+				 &h, (char *)env, CF_HDR_LEN + len, &r), 200);
+		e2b_response_free(&r);
+		ASSERT_EQ(last_start_timeout, 0);
+	}
 }
 
 TEST(process_stream_errors)
@@ -560,6 +611,96 @@ TEST(process_stream_errors)
 	s = drain(&r, &n, &flags);
 	e2b_response_free(&r);
 	ASSERT_TRUE(strstr(s, "unauthenticated") != NULL);
+}
+
+/* GET /v2/sandboxes with query @q (also its headers); the ids, in order */
+static unsigned int list_ids(struct hdrs *q, char *ids, size_t len,
+			     char *token, size_t tlen)
+{
+	struct e2b_request req = {
+		.plane = E2B_PLANE_API, .method = "GET", .path = "/v2/sandboxes",
+		.header = lookup, .query = lookup, .ctx = q,
+	};
+	struct e2b_response r = { 0 };
+	struct json_object *arr;
+	size_t i;
+
+	ids[0] = token[0] = '\0';
+	e2b_dispatch(&api, &req, &r);
+	if (r.status == 200) {
+		arr = json_tokener_parse(r.body);
+		for (i = 0; arr && i < json_object_array_length(arr); i++) {
+			struct json_object *id;
+
+			json_object_object_get_ex(json_object_array_get_idx(arr, i),
+						  "sandboxID", &id);
+			snprintf(ids + strlen(ids), len - strlen(ids), "%s%s",
+				 i ? "," : "", json_object_get_string(id));
+		}
+		json_object_put(arr);
+		if (r.next_token)
+			snprintf(token, tlen, "%s", r.next_token);
+	}
+	e2b_response_free(&r);
+	return r.status;
+}
+
+/*
+ * Listing: newest first unless order=asc, limit per page with the cursor
+ * in X-Next-Token until the last page; metadata filter values as the SDK
+ * sends them (encoded three times; the query arrives decoded once).
+ */
+TEST(list_pages_and_filters)
+{
+	struct hdrs q = { { "X-API-Key", "limit", "nextToken", "order" },
+			  { "e2b_key", "2", NULL, NULL }, 4 };
+	char ids[256], tok[128], tok2[128];
+
+	setup();
+	list_n = 5;
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 200);
+	ASSERT_STREQ(ids, "5,4");
+	ASSERT_NE(tok[0], 0);
+	q.v[2] = tok;
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok2, sizeof(tok2)), 200);
+	ASSERT_STREQ(ids, "3,2");
+	q.v[2] = tok2;
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 200);
+	ASSERT_STREQ(ids, "1");
+	ASSERT_EQ(tok[0], 0);
+
+	q.v[2] = NULL;
+	q.v[3] = "asc";
+	q.v[1] = "3";
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 200);
+	ASSERT_STREQ(ids, "1,2,3");
+	q.v[2] = tok;
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok2, sizeof(tok2)), 200);
+	ASSERT_STREQ(ids, "4,5");
+	ASSERT_EQ(tok2[0], 0);
+
+	/* bad values are refused */
+	q.v[1] = "0";
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 400);
+	q.v[1] = "101";
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 400);
+	q.v[1] = "2";
+	q.v[2] = "garbage";
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 400);
+	q.v[2] = NULL;
+	q.v[3] = "sideways";
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 400);
+
+	/* metadata: spaces, '/', '+', '@', ':' */
+	q.k[3] = "metadata";
+	q.v[3] = "tag=a%2520b%252Fc%252Bd%2540e%253Af";
+	q.v[1] = "100";
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 200);
+	ASSERT_STREQ(ids, "5,3,1");
+	q.v[3] = "tag=a%2520b";
+	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 200);
+	ASSERT_STREQ(ids, "");
+	list_n = 0;
 }
 
 TEST_MAIN()

@@ -280,6 +280,38 @@ static char *http(enum e2b_plane plane, const char *req, const void *body,
 	return resp;
 }
 
+/* like http(), the body written @step bytes at a time, as a client may */
+static char *http_pieces(enum e2b_plane plane, const char *req,
+			 const void *body, size_t blen, size_t step)
+{
+	static char resp[1 << 16];
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	sa.sin_port = htons(e2b_server_port(srv, plane));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ASSERT_EQ(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	while (blen) {
+		n = write(fd, body, blen < step ? blen : step);
+		if (n <= 0)
+			break;
+		body = (const char *)body + n;
+		blen -= n;
+		usleep(2000);	/* each piece is read on its own */
+	}
+	while (got < sizeof(resp) - 1 &&
+	       (n = read(fd, resp + got, sizeof(resp) - 1 - got)) > 0)
+		got += n;
+	close(fd);
+	resp[got] = '\0';
+	return resp;
+}
+
 static int status_of(const char *resp)
 {
 	int st = 0;
@@ -398,6 +430,62 @@ TEST(uploads_and_downloads)
 	r = http(E2B_PLANE_ENVD, "GET /files?path=/none HTTP/1.1\r\n" ENVD_HDRS "\r\n",
 		 NULL, 0, NULL);
 	ASSERT_EQ(status_of(r), 404);
+	e2b_server_stop(srv);
+}
+
+/*
+ * Files of 1 to 4 bytes in one multipart body (as the SDK's files.write
+ * sends several), the body arriving whole or in pieces: one file written
+ * per part, once, with its bytes, and one entry each in the answer.
+ */
+TEST(small_parts_in_pieces)
+{
+	static const char mp[] =
+		"--b0\r\n"
+		"Content-Disposition: form-data; name=\"file\"; filename=\"/s/1\"\r\n"
+		"Content-Type: application/octet-stream\r\n\r\n"
+		"A\r\n"
+		"--b0\r\n"
+		"Content-Disposition: form-data; name=\"file\"; filename=\"/s/2\"\r\n"
+		"Content-Type: application/octet-stream\r\n\r\n"
+		"BC\r\n"
+		"--b0\r\n"
+		"Content-Disposition: form-data; name=\"file\"; filename=\"/s/3\"\r\n"
+		"Content-Type: application/octet-stream\r\n\r\n"
+		"DEF\r\n"
+		"--b0\r\n"
+		"Content-Disposition: form-data; name=\"file\"; filename=\"/s/4\"\r\n"
+		"Content-Type: application/octet-stream\r\n\r\n"
+		"GHIJ\r\n"
+		"--b0--\r\n";
+	static const size_t steps[] = { sizeof(mp), 1, 3, 7, 29, 64 };
+	char req[512], *r, *p;
+	size_t i;
+	int k, entries;
+
+	start();
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		nstored = 0;
+		snprintf(req, sizeof(req), "POST /files HTTP/1.1\r\n" ENVD_HDRS
+			 "Content-Type: multipart/form-data; boundary=b0\r\n"
+			 "Content-Length: %zu\r\n\r\n", sizeof(mp) - 1);
+		r = http_pieces(E2B_PLANE_ENVD, req, mp, sizeof(mp) - 1,
+				steps[i]);
+		ASSERT_EQ(status_of(r), 200);
+		ASSERT_EQ(nstored, 4);
+		for (k = 0; k < 4; k++) {
+			char want[8];
+
+			snprintf(want, sizeof(want), "/s/%d", k + 1);
+			ASSERT_STREQ(stored[k], want);
+			ASSERT_EQ(stored_len[k], (size_t)k + 1);
+			ASSERT_EQ(memcmp(stored_data[k], &"ABCDEFGHIJ"[k * (k + 1) / 2],
+					 k + 1), 0);
+		}
+		for (entries = 0, p = r; (p = strstr(p, "\"path\"")); p++)
+			entries++;
+		ASSERT_EQ(entries, 4);
+	}
 	e2b_server_stop(srv);
 }
 
