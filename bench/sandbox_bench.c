@@ -20,13 +20,14 @@
  *	sandbox_bench ... -T SECONDS		(stop, cleanly, after that long)
  *
  * -m: N sandboxes of the template idle at once (each after one command):
- * host memory used (MemAvailable), the cgroup's memory.current (the
- * program moves itself, and so every shim and VMM it starts, into a
- * cgroup of its own), the module's private and shared page counters, each
+ * host memory used (MemAvailable), with -g the cgroup's memory.current
+ * (the program moves itself, and so every shim and VMM it starts, into a
+ * cgroup of its own; -1 without -g), the module's private and shared page counters, each
  * divided by N, and the VMM process's own overhead (anonymous memory, page
- * tables, threads) apart.  -D: sandboxes are made one by one until the
- * host memory they use passes MIB, a create fails, or MAX (default 64)
- * are up; the count is the density (with CUBE_VMM naming a VMM that
+ * tables, threads) apart; then, over 10 s, their VM exits a second and
+ * their VMMs' CPU time a minute, per sandbox.  -D: sandboxes are made one
+ * by one until the host memory they use passes MIB, a create fails, or MAX
+ * (default 64) are up; the count is the density (with CUBE_VMM naming a VMM that
  * restores with --no-cube, that of the MAP_PRIVATE file path).
  *
  * Machine-readable results are the "bench: figure=NAME key=value..."
@@ -427,6 +428,42 @@ static void cgroup_leave(void)
 	cgroup[0] = 0;
 }
 
+/* the VM exits of every live VM (debugfs), -1 without it */
+static long long kvm_exits(void)
+{
+	long long v = -1;
+	FILE *f = fopen("/sys/kernel/debug/kvm/exits", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* utime + stime of @pid, in clock ticks; -1 when gone */
+static long long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+	int i, ok = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
+		/* after "comm)": state is field 3, utime 14, stime 15 */
+		for (i = 3; i < 14 && p; i++)
+			p = strchr(p + 1, ' ');
+		ok = p && sscanf(p + 1, "%llu %llu", &ut, &st) == 2;
+	}
+	fclose(f);
+	return ok ? (long long)(ut + st) : -1;
+}
+
 static int mem_stats(struct cube_mem_stats *ms)
 {
 	int fd = open("/dev/" CUBE_DEVICE_NAME, O_RDONLY | O_CLOEXEC);
@@ -543,6 +580,40 @@ static int level(const char *tmpl, int conc, int samples)
 	return failed ? 1 : 0;
 }
 
+#define IDLE_WINDOW_S	10
+
+/*
+ * What idle sandboxes cost in time: VM exits (all live VMs; only ours run)
+ * and the VMM processes' CPU time over IDLE_WINDOW_S, per sandbox.
+ */
+static void idle_cost(struct sample *s, int n)
+{
+	pid_t pid[MAX_LIVE];
+	long long t0 = 0, t1 = 0, e0, e1;
+	int i, k = 0;
+
+	for (i = 0; i < n && k < MAX_LIVE; i++)
+		if (s[i].ok && (pid[k] = vmm_pid(s[i].id)) > 0)
+			k++;
+	if (!k)
+		return;
+	e0 = kvm_exits();
+	for (i = 0; i < k; i++)
+		t0 += cpu_ticks(pid[i]);
+	sleep(IDLE_WINDOW_S);
+	e1 = kvm_exits();
+	for (i = 0; i < k; i++)
+		t1 += cpu_ticks(pid[i]);
+	printf("# %3d idle sandboxes over %d s: %.1f VM exits a second each, VMM CPU %.1f ms a minute each\n",
+	       k, IDLE_WINDOW_S,
+	       e0 < 0 || e1 < 0 ? -1.0 : (double)(e1 - e0) / IDLE_WINDOW_S / k,
+	       (double)(t1 - t0) * 1000.0 / sysconf(_SC_CLK_TCK) * 60 / IDLE_WINDOW_S / k);
+	printf("bench: figure=idle_cost n=%d window_s=%d exits_per_s=%.2f vmm_cpu_ms_per_min=%.2f\n",
+	       k, IDLE_WINDOW_S,
+	       e0 < 0 || e1 < 0 ? -1.0 : (double)(e1 - e0) / IDLE_WINDOW_S / k,
+	       (double)(t1 - t0) * 1000.0 / sysconf(_SC_CLK_TCK) * 60 / IDLE_WINDOW_S / k);
+}
+
 /*
  * N idle sandboxes at once: what they cost the host, per sandbox.  Made in
  * batches of MEM_BATCH, each after one command, then left idle SETTLE_S.
@@ -575,6 +646,7 @@ static int mem_level(const char *tmpl, int n)
 	g1 = cgroup_kib();
 	mem_stats(&m1);
 	vmm_cost(s, made, &c);
+	idle_cost(s, made);
 	if (ok) {
 		long priv = (long)(m1.private_pages - m0.private_pages) * 4;
 		long shared = (long)m1.shared_pages * 4;
@@ -640,10 +712,11 @@ int main(int argc, char **argv)
 	const char *tmpl = "bench";
 	int levels[MAX_LEVELS], mems[MAX_LEVELS], nl = 0, nm = 0, samples = 50;
 	int budget = 0, max = 64, limit = -1, opt, i, ret = 0;
+	bool use_cgroup = false;
 	struct sigaction sa = { .sa_handler = on_signal };
 	char found[PATH_MAX];
 
-	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:T:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:T:g")) != -1) {
 		switch (opt) {
 		case 't':
 			tmpl = optarg;
@@ -678,11 +751,14 @@ int main(int argc, char **argv)
 		case 'T':
 			limit = atoi(optarg);
 			break;
+		case 'g':
+			use_cgroup = true;
+			break;
 		case 'C':
 			cubectl = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX]] [-T SECONDS] [-C CUBECTL]\n");
+			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX]] [-T SECONDS] [-g] [-C CUBECTL]\n");
 			return 2;
 		}
 	}
@@ -715,7 +791,8 @@ int main(int argc, char **argv)
 	if (limit > 0)
 		alarm(limit);
 	setpgid(0, 0);
-	cgroup_enter();
+	if (use_cgroup)
+		cgroup_enter();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("# template %s, cubectl %s\n", tmpl, cubectl);
 	for (i = 0; i < nl && !stopping; i++) {
