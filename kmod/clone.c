@@ -206,10 +206,11 @@ static void cube_clone_unlock_shared(struct cube_clone *clone,
 		up_write(&clone->holes);
 }
 
-static void cube_clone_touch(struct cube_clone *clone, pgoff_t index)
+static void cube_clone_touch(struct cube_clone *clone, pgoff_t index,
+			     bool write)
 {
 	if (clone->flags & CUBE_CLONE_F_RECORD)
-		cube_snapshot_record(clone->snap, index);
+		cube_snapshot_record(clone->snap, index, write);
 }
 
 /*
@@ -245,7 +246,7 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 		if (!old) {
 			atomic64_inc(&clone->shared_pages);
 			if (touch)
-				cube_clone_touch(clone, index);
+				cube_clone_touch(clone, index, false);
 		} else if (old != CUBE_CLONE_SEEN) {
 			continue;	/* a private page appeared */
 		}
@@ -323,7 +324,7 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 		old = xa_cmpxchg(&clone->pages, index, NULL, page,
 				 GFP_KERNEL_ACCOUNT);
 		if (!old) {
-			cube_clone_touch(clone, index);
+			cube_clone_touch(clone, index, true);
 		} else if (old == CUBE_CLONE_SEEN) {
 			/*
 			 * Maybe mapped shared: swap under the lock its faults
@@ -335,6 +336,7 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 			cube_clone_unlock_shared(clone, src);
 			if (old == CUBE_CLONE_SEEN) {
 				atomic64_dec(&clone->shared_pages);
+				cube_clone_touch(clone, index, true);
 				*zapped = true;
 				old = NULL;
 			} else if (!old) {
@@ -385,23 +387,28 @@ static int cube_clone_populate(struct vm_area_struct *vma, unsigned long addr,
 
 /*
  * Map @index into @vma ahead of any access; count it in @counter.  @try:
- * skip a page whose lock is taken rather than wait.  *@done as for
+ * skip a page whose lock is taken rather than wait.  @write: the page will
+ * be written, make its private copy now.  *@done as for
  * cube_clone_populate().
  */
 static void cube_clone_map_one(struct cube_clone *clone,
 			       struct vm_area_struct *vma, pgoff_t index,
-			       bool try, unsigned long *done,
+			       bool try, bool write, unsigned long *done,
 			       atomic64_t *counter)
 {
 	unsigned long addr;
 	struct page *page;
+	bool zapped;
 
 	if (index < vma->vm_pgoff || index - vma->vm_pgoff >= vma_pages(vma))
 		return;
 	addr = vma->vm_start + ((index - vma->vm_pgoff) << PAGE_SHIFT);
 	if (cube_clone_populate(vma, addr, done))
 		return;
-	page = cube_clone_get_page(clone, index, false, try);
+	if (write)
+		page = cube_clone_get_private(clone, index, &zapped);
+	else
+		page = cube_clone_get_page(clone, index, false, try);
 	if (IS_ERR(page))
 		return;
 	if (!page) {
@@ -415,7 +422,11 @@ static void cube_clone_map_one(struct cube_clone *clone,
 	put_page(page);
 }
 
-/* Map what the snapshot holds for this VMA (its working set if recorded). */
+/*
+ * Map what the snapshot holds for this VMA: its working set if recorded,
+ * with private copies of the pages it wrote made ahead (their write then
+ * costs one fault that copies nothing), else every page with data.
+ */
 static void cube_clone_prefault(struct cube_clone *clone,
 				struct vm_area_struct *vma)
 {
@@ -428,7 +439,8 @@ static void cube_clone_prefault(struct cube_clone *clone,
 		xa_for_each_range(&snap->ws, index, entry, first, last) {
 			if (fatal_signal_pending(current))
 				return;
-			cube_clone_map_one(clone, vma, index, false, &done,
+			cube_clone_map_one(clone, vma, index, false,
+					   entry == CUBE_WS_WRITE, &done,
 					   &clone->prefaulted);
 			cond_resched();
 		}
@@ -438,8 +450,8 @@ static void cube_clone_prefault(struct cube_clone *clone,
 		xa_for_each_range(&snap->pages, index, entry, first, last) {
 			if (fatal_signal_pending(current))
 				return;
-			cube_clone_map_one(clone, vma, index, false, &done,
-					   &clone->prefaulted);
+			cube_clone_map_one(clone, vma, index, false, false,
+					   &done, &clone->prefaulted);
 			cond_resched();
 		}
 	}
@@ -472,7 +484,7 @@ static void cube_clone_fault_around(struct cube_clone *clone,
 		entry = xa_load(&clone->pages, i);
 		if ((entry && !xa_is_value(entry)) ||
 		    cube_snapshot_page(clone->snap, i))
-			cube_clone_map_one(clone, vma, i, true, done,
+			cube_clone_map_one(clone, vma, i, true, false, done,
 					   &clone->around);
 	}
 }

@@ -17,7 +17,7 @@
  * page the snapshot's clone zeroed although the parent has data there).
  * A missing entry falls through to @parent, and reads as zeros at the end
  * of the chain.  @ws is the recorded working set: offsets with value
- * entries.
+ * entries, CUBE_WS_READ or CUBE_WS_WRITE.
  *
  * References: one while the id is linked in the snapshot table, one per
  * clone and one per child snapshot.
@@ -39,9 +39,8 @@ struct cube_snapshot {
 };
 
 #define CUBE_SNAP_ZERO		xa_mk_value(0)
-
-/* The module's page of zeros: what holes of a snapshot map. */
-extern struct page *cube_zero_page;
+#define CUBE_WS_READ		xa_mk_value(0)
+#define CUBE_WS_WRITE		xa_mk_value(1)
 
 /* snapshot.c */
 struct cube_snapshot *cube_snapshot_get_id(u64 id);
@@ -49,7 +48,8 @@ struct cube_snapshot *cube_snapshot_get_owned(u64 id, int *err);
 void cube_snapshot_put(struct cube_snapshot *snap);
 int cube_snapshot_delete(u64 id, bool check_owner);
 struct page *cube_snapshot_page(struct cube_snapshot *snap, pgoff_t index);
-int cube_snapshot_record(struct cube_snapshot *snap, pgoff_t index);
+int cube_snapshot_record(struct cube_snapshot *snap, pgoff_t index,
+			 bool write);
 void cube_snapshot_info(struct cube_snapshot *snap,
 			struct cube_snapshot_info *info);
 struct cube_snapshot *cube_snapshot_next(unsigned long *index);

@@ -55,8 +55,6 @@ static unsigned long cube_snapshot_index(u64 id)
 	return lower_32_bits(id);
 }
 
-struct page *cube_zero_page;
-
 /**
  * cube_page_is_zero() - whether a page holds only zero bytes
  * @page: the page
@@ -315,17 +313,25 @@ struct page *cube_snapshot_page(struct cube_snapshot *snap, pgoff_t index)
  * cube_snapshot_record() - add an offset to a snapshot's working set
  * @snap: the snapshot
  * @index: page offset
+ * @write: the offset was written (a clone of the working set copies it
+ *	ahead of the write), not only read
  *
  * Return: 0 or -ENOMEM.
  */
-int cube_snapshot_record(struct cube_snapshot *snap, pgoff_t index)
+int cube_snapshot_record(struct cube_snapshot *snap, pgoff_t index,
+			 bool write)
 {
-	int ret = xa_insert(&snap->ws, index, xa_mk_value(0),
-			    GFP_KERNEL_ACCOUNT);
+	void *old = xa_cmpxchg(&snap->ws, index, NULL,
+			       write ? CUBE_WS_WRITE : CUBE_WS_READ,
+			       GFP_KERNEL_ACCOUNT);
 
-	if (!ret)
+	if (xa_is_err(old))
+		return xa_err(old);
+	if (!old)
 		atomic_long_inc(&snap->ws_pages);
-	return ret == -EBUSY ? 0 : ret;
+	else if (write && old == CUBE_WS_READ)
+		xa_cmpxchg(&snap->ws, index, CUBE_WS_READ, CUBE_WS_WRITE, 0);
+	return 0;
 }
 
 void cube_snapshot_info(struct cube_snapshot *snap,
@@ -693,20 +699,10 @@ long cube_mem_dev_ioctl(struct file *file, unsigned int cmd,
 
 int cube_mem_init(void)
 {
-	int ret;
-
 	do {
 		cube_snapshot_gen = get_random_u32();
 	} while (!cube_snapshot_gen);
-	cube_zero_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
-	if (!cube_zero_page)
-		return -ENOMEM;
-	ret = cube_clone_fs_init();
-	if (ret) {
-		__free_page(cube_zero_page);
-		return ret;
-	}
-	return 0;
+	return cube_clone_fs_init();
 }
 
 void cube_mem_exit(void)
@@ -714,5 +710,4 @@ void cube_mem_exit(void)
 	cube_snapshot_unlink_all();
 	cube_quota_exit();
 	cube_clone_fs_exit();
-	__free_page(cube_zero_page);
 }

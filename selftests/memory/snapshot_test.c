@@ -869,6 +869,15 @@ TEST_F(mem, record_working_set)
 	ASSERT_OK(mem_counters(c, &cnt));
 	EXPECT_EQ(cnt.prefaulted, 11u);
 	EXPECT_EQ(cnt.faults, 1u);
+	/* the page the recording wrote was copied ahead: its write is one
+	 * fault that copies nothing */
+	EXPECT_EQ(cnt.private_pages, 1u);
+	EXPECT_EQ(cnt.cow_faults, 1u);
+	fill(m, 200, 0x44);
+	ASSERT_OK(mem_counters(c, &cnt));
+	EXPECT_EQ(cnt.faults, 2u);
+	EXPECT_EQ(cnt.cow_faults, 1u);
+	EXPECT_EQ(cnt.private_pages, 1u);
 	/* prefaulted pages are still copy-on-write */
 	fill(m, 3, 0x33);
 	EXPECT_TRUE(page_is(m, 3, 0x33));
