@@ -11,9 +11,10 @@
 #
 # Environment: SDK_SCRIPTS (other .mjs files to run), L1_APPEND (for
 # L1's command line: cube.pool=N serves from a warm pool of N),
-# E2B_SDK_DIR (where npm "e2b" is installed, default /tmp/e2bsdk: installed
-# there when missing), API_PORT / ENVD_PORT / PROXY_PORT (the host's ports,
-# default 43000 / 43983 / 43001: cubed's API, envd and port proxy),
+# E2B_SDK_DIR (where the pinned SDK of selftests/e2b/sdk is installed,
+# default /tmp/e2bsdk: npm ci there when its lock file differs),
+# API_PORT / ENVD_PORT / PROXY_PORT (the host's ports, default
+# 43000 / 43983 / 43001: cubed's API, envd and port proxy),
 # VMTEST_DIR (default build/vmtest-e2b).  Needs node (>= 18) and npm.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,17 +28,19 @@ key=cube-e2b-test-key
 for tool in node npm curl; do
 	command -v $tool >/dev/null || { echo "run_sdk_test: needs $tool" >&2; exit 2; }
 done
-if [ ! -d "$sdk/node_modules/e2b" ]; then
+# The SDK packages the tests run against are pinned: sdk/package.json and
+# its lock file.  npm ci installs exactly those whenever $sdk holds another
+# lock file (or none).
+if ! cmp -s "$here/sdk/package-lock.json" "$sdk/package-lock.json" ||
+   [ ! -d "$sdk/node_modules/e2b" ] ||
+   [ ! -d "$sdk/node_modules/@e2b/code-interpreter" ]; then
 	mkdir -p "$sdk" &&
-	(cd "$sdk" && npm init -y >/dev/null && npm install e2b >/dev/null) ||
-		{ echo "run_sdk_test: cannot install the e2b SDK in $sdk" >&2; exit 1; }
+	cp "$here/sdk/package.json" "$here/sdk/package-lock.json" "$sdk/" &&
+	(cd "$sdk" && npm ci --no-audit --no-fund >/dev/null) ||
+		{ echo "run_sdk_test: cannot install the pinned E2B SDK (selftests/e2b/sdk) in $sdk" >&2; exit 1; }
 fi
-# sdk_code_test.mjs: runCode from the unmodified code interpreter SDK
-ci_sdk=2.8.0
-if ! grep -qs "\"version\": \"$ci_sdk\"" "$sdk/node_modules/@e2b/code-interpreter/package.json"; then
-	(cd "$sdk" && npm install "@e2b/code-interpreter@$ci_sdk" >/dev/null) ||
-		{ echo "run_sdk_test: cannot install @e2b/code-interpreter in $sdk" >&2; exit 1; }
-fi
+echo "# run_sdk_test: e2b $(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$sdk/node_modules/e2b/package.json")," \
+	"@e2b/code-interpreter $(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$sdk/node_modules/@e2b/code-interpreter/package.json")"
 # ES modules resolve packages from their own folder
 cp "$here"/sdk_*test.mjs "$sdk/"
 
