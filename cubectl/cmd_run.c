@@ -22,27 +22,13 @@
 #include <linux/cube.h>
 
 #include "code_exec.h"
+#include "cube_runtime.h"
 #include "cubectl.h"
 #include "e2b_forward.h"
 #include "e2b_proxy.h"
 
 #define CODE_PORT	49999
 #define CODE_MAX	(1024 * 1024)
-
-static int netns_of(uint64_t id)
-{
-	struct cube_sandbox_ref ref = { .id = id };
-	int dev, fd;
-
-	dev = open("/dev/" CUBE_DEVICE_NAME, O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return -errno;
-	fd = ioctl(dev, CUBE_IOC_SANDBOX_NETNS_OPEN, &ref);
-	if (fd < 0)
-		fd = -errno;
-	close(dev);
-	return fd;
-}
 
 static char *read_code(const char *arg)
 {
@@ -296,7 +282,7 @@ int cmd_run(struct cctx *c, int argc, char **argv)
 	if (language)
 		json_object_object_add(req, "language", json_object_new_string(language));
 	body = json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &blen);
-	ns = netns_of(r.id);
+	ns = cube_sandbox_netns(r.id);
 	if (ns < 0) {
 		json_object_put(req);
 		return ns == -ENOENT || ns == -ESRCH ?

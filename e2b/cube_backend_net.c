@@ -135,21 +135,6 @@ out:
 
 /* --- the port proxy's view --- */
 
-static int netns_open(uint64_t id)
-{
-	struct cube_sandbox_ref ref = { .id = id };
-	int dev, fd;
-
-	dev = open("/dev/" CUBE_DEVICE_NAME, O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return -errno;
-	fd = ioctl(dev, CUBE_IOC_SANDBOX_NETNS_OPEN, &ref);
-	if (fd < 0)
-		fd = -errno;
-	close(dev);
-	return fd;
-}
-
 static int proxy_resolve(void *ctx, const char *sandbox,
 			 struct e2b_proxy_target *t)
 {
@@ -167,7 +152,7 @@ static int proxy_resolve(void *ctx, const char *sandbox,
 	pthread_mutex_unlock(&b->lock);
 	if (ret)
 		return ret;
-	fd = netns_open(id);
+	fd = cube_sandbox_netns(id);
 	if (fd == -ENOENT) {
 		/* gone meanwhile, or never had a network */
 		pthread_mutex_lock(&b->lock);

@@ -14,9 +14,7 @@
 
 #include "e2b_json.h"
 
-static int fail(char *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int fail(char *err, const char *fmt, ...)
+int e2b_fail(char *err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -91,20 +89,20 @@ struct json_object *e2b_json_parse(const char *body, size_t len, char *err)
 	size_t end;
 
 	if (!body || !len) {
-		fail(err, "request body is empty");
+		e2b_fail(err, "request body is empty");
 		return NULL;
 	}
 	if (memchr(body, '\0', len)) {
-		fail(err, "request body holds a NUL byte");
+		e2b_fail(err, "request body holds a NUL byte");
 		return NULL;
 	}
 	if (has_single_quote(body, len)) {
-		fail(err, "malformed JSON: single-quoted string");
+		e2b_fail(err, "malformed JSON: single-quoted string");
 		return NULL;
 	}
 	tok = json_tokener_new();
 	if (!tok) {
-		fail(err, "out of memory");
+		e2b_fail(err, "out of memory");
 		return NULL;
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
@@ -113,7 +111,7 @@ struct json_object *e2b_json_parse(const char *body, size_t len, char *err)
 	if (!o) {
 		enum json_tokener_error je = json_tokener_get_error(tok);
 
-		fail(err, "malformed JSON: %s",
+		e2b_fail(err, "malformed JSON: %s",
 		     je == json_tokener_continue ? "unexpected end of body" :
 		     json_tokener_error_desc(je));
 		json_tokener_free(tok);
@@ -125,17 +123,17 @@ struct json_object *e2b_json_parse(const char *body, size_t len, char *err)
 			     body[end] == '\r' || body[end] == '\t'))
 		end++;
 	if (end != len) {
-		fail(err, "malformed JSON: data after the object");
+		e2b_fail(err, "malformed JSON: data after the object");
 		json_object_put(o);
 		return NULL;
 	}
 	if (!all_finite(o, 0)) {
-		fail(err, "malformed JSON: number out of range");
+		e2b_fail(err, "malformed JSON: number out of range");
 		json_object_put(o);
 		return NULL;
 	}
 	if (!json_object_is_type(o, json_type_object)) {
-		fail(err, "request body must be a JSON object");
+		e2b_fail(err, "request body must be a JSON object");
 		json_object_put(o);
 		return NULL;
 	}
@@ -162,13 +160,13 @@ static int get_str(struct json_object *v, const char *name, size_t max,
 	size_t n;
 
 	if (!json_object_is_type(v, json_type_string))
-		return fail(err, "'%s' must be a string", name);
+		return e2b_fail(err, "'%s' must be a string", name);
 	n = json_object_get_string_len(v);
 	*out = json_object_get_string(v);
 	if (strlen(*out) != n)
-		return fail(err, "'%s' holds a NUL character", name);
+		return e2b_fail(err, "'%s' holds a NUL character", name);
 	if (n > max)
-		return fail(err, "'%s' is longer than %zu bytes", name, max);
+		return e2b_fail(err, "'%s' is longer than %zu bytes", name, max);
 	return 0;
 }
 
@@ -193,12 +191,12 @@ static int get_int(struct json_object *v, const char *name, int64_t min,
 		errno = 0;
 		x = json_object_get_int64(v);
 		if (errno)
-			return fail(err, "'%s' is out of range", name);
+			return e2b_fail(err, "'%s' is out of range", name);
 	} else {
-		return fail(err, "'%s' must be an integer", name);
+		return e2b_fail(err, "'%s' must be an integer", name);
 	}
 	if (x < min || x > max)
-		return fail(err, "'%s' must be between %lld and %lld", name,
+		return e2b_fail(err, "'%s' must be between %lld and %lld", name,
 			    (long long)min, (long long)max);
 	*out = x;
 	return 0;
@@ -208,7 +206,7 @@ static int get_bool(struct json_object *v, const char *name, bool *out,
 		    char *err)
 {
 	if (!json_object_is_type(v, json_type_boolean))
-		return fail(err, "'%s' must be true or false", name);
+		return e2b_fail(err, "'%s' must be true or false", name);
 	*out = json_object_get_boolean(v);
 	return 0;
 }
@@ -220,15 +218,15 @@ static int get_map(struct json_object *v, const char *name,
 	int ret = 0;
 
 	if (!json_object_is_type(v, json_type_object))
-		return fail(err, "'%s' must be an object of strings", name);
+		return e2b_fail(err, "'%s' must be an object of strings", name);
 	if (json_object_object_length(v) > E2B_META_MAX)
-		return fail(err, "'%s' has more than %d entries", name,
+		return e2b_fail(err, "'%s' has more than %d entries", name,
 			    E2B_META_MAX);
 	json_object_object_foreach(v, key, val) {
 		const char *s;
 
 		if (!key[0] || strlen(key) > E2B_META_KEY_MAX) {
-			ret = fail(err, "'%s' has an empty or overlong key",
+			ret = e2b_fail(err, "'%s' has an empty or overlong key",
 				   name);
 			break;
 		}
@@ -280,14 +278,14 @@ int e2b_parse_new_sandbox(const char *body, size_t len,
 		return -EINVAL;
 	v = field(o, "templateID");
 	if (!v) {
-		ret = fail(err, "'templateID' is required");
+		ret = e2b_fail(err, "'templateID' is required");
 		goto out;
 	}
 	ret = get_str(v, "templateID", E2B_TEMPLATE_MAX, &s, err);
 	if (ret)
 		goto out;
 	if (!template_valid(s)) {
-		ret = fail(err, "'templateID' is not a valid template name");
+		ret = e2b_fail(err, "'templateID' is not a valid template name");
 		goto out;
 	}
 	strcpy(r.template_id, s);
@@ -367,7 +365,7 @@ int e2b_parse_timeout(const char *body, size_t len, bool required,
 	v = field(o, "timeout");
 	if (!v) {
 		if (required)
-			ret = fail(err, "'timeout' is required");
+			ret = e2b_fail(err, "'timeout' is required");
 	} else {
 		ret = get_int(v, "timeout", 0, E2B_TIMEOUT_MAX, &t, err);
 		if (!ret) {
@@ -531,22 +529,22 @@ static int parse_config(struct json_object *v, struct e2b_proc_config *c,
 	int ret;
 
 	if (!json_object_is_type(v, json_type_object))
-		return fail(err, "'process' must be an object");
+		return e2b_fail(err, "'process' must be an object");
 	f = field(v, "cmd");
 	if (!f)
-		return fail(err, "'process.cmd' is required");
+		return e2b_fail(err, "'process.cmd' is required");
 	ret = dup_str(f, "process.cmd", E2B_PATH_MAX, &c->cmd, err);
 	if (ret)
 		return ret;
 	if (!c->cmd[0])
-		return fail(err, "'process.cmd' is empty");
+		return e2b_fail(err, "'process.cmd' is empty");
 	f = field(v, "args");
 	if (f) {
 		if (!json_object_is_type(f, json_type_array))
-			return fail(err, "'process.args' must be an array");
+			return e2b_fail(err, "'process.args' must be an array");
 		n = json_object_array_length(f);
 		if (n > E2B_ARGS_MAX)
-			return fail(err, "'process.args' has more than %d items",
+			return e2b_fail(err, "'process.args' has more than %d items",
 				    E2B_ARGS_MAX);
 		c->args = calloc(n ? n : 1, sizeof(*c->args));
 		if (!c->args)
@@ -567,7 +565,7 @@ static int parse_config(struct json_object *v, struct e2b_proc_config *c,
 			return ret;
 		for (i = 0; i < c->envs.n; i++)
 			if (strchr(c->envs.v[i].key, '='))
-				return fail(err, "'process.envs' key '%s' holds '='",
+				return e2b_fail(err, "'process.envs' key '%s' holds '='",
 					    c->envs.v[i].key);
 	}
 	f = field(v, "cwd");
@@ -597,7 +595,7 @@ int e2b_parse_start(const char *body, size_t len, struct e2b_start *out,
 		return -EINVAL;
 	v = field(o, "process");
 	if (!v) {
-		ret = fail(err, "'process' is required");
+		ret = e2b_fail(err, "'process' is required");
 		goto out;
 	}
 	ret = parse_config(v, &r.proc, err);
@@ -606,7 +604,7 @@ int e2b_parse_start(const char *body, size_t len, struct e2b_start *out,
 	v = field(o, "pty");
 	if (v) {
 		if (!json_object_is_type(v, json_type_object)) {
-			ret = fail(err, "'pty' must be an object");
+			ret = e2b_fail(err, "'pty' must be an object");
 			goto out;
 		}
 		r.pty = true;
@@ -662,7 +660,7 @@ static int parse_selector(struct json_object *o, struct e2b_selector *sel,
 	memset(sel, 0, sizeof(*sel));
 	v = field(o, "process");
 	if (!v || !json_object_is_type(v, json_type_object))
-		return fail(err, "'process' selector is required");
+		return e2b_fail(err, "'process' selector is required");
 	f = field(v, "pid");
 	if (f) {
 		ret = get_int(f, "process.pid", 1, UINT32_MAX, &pid, err);
@@ -679,7 +677,7 @@ static int parse_selector(struct json_object *o, struct e2b_selector *sel,
 			return ret;
 		return 0;
 	}
-	return fail(err, "'process' needs a 'pid' or a 'tag'");
+	return e2b_fail(err, "'process' needs a 'pid' or a 'tag'");
 }
 
 void e2b_selector_free(struct e2b_selector *sel)
@@ -720,7 +718,7 @@ int e2b_parse_signal(const char *body, size_t len, struct e2b_selector *sel,
 	if (ret)
 		goto out;
 	v = field(o, "signal");
-	ret = fail(err, "'signal' must be SIGNAL_SIGTERM or SIGNAL_SIGKILL");
+	ret = e2b_fail(err, "'signal' must be SIGNAL_SIGTERM or SIGNAL_SIGKILL");
 	if (!v)
 		goto out;
 	if (json_object_is_type(v, json_type_string)) {
@@ -757,7 +755,7 @@ static int b64_decode(const char *s, size_t slen, unsigned char **out,
 	int n;
 
 	if (slen > (E2B_INPUT_MAX / 3 + 1) * 4)
-		return fail(err, "input is larger than %d bytes", E2B_INPUT_MAX);
+		return e2b_fail(err, "input is larger than %d bytes", E2B_INPUT_MAX);
 	if (slen % 4) {
 		/* protobuf JSON writers may drop the padding */
 		pad = malloc(slen + 4);
@@ -778,7 +776,7 @@ static int b64_decode(const char *s, size_t slen, unsigned char **out,
 	free(pad);
 	if (n < 0) {
 		free(buf);
-		return fail(err, "input is not valid base64");
+		return e2b_fail(err, "input is not valid base64");
 	}
 	*out = buf;
 	*olen = n;
@@ -804,7 +802,7 @@ int e2b_parse_input(const char *body, size_t len, struct e2b_selector *sel,
 		goto out;
 	in = field(o, "input");
 	if (!in || !json_object_is_type(in, json_type_object)) {
-		ret = fail(err, "'input' is required");
+		ret = e2b_fail(err, "'input' is required");
 		goto out;
 	}
 	*pty = false;
@@ -814,7 +812,7 @@ int e2b_parse_input(const char *body, size_t len, struct e2b_selector *sel,
 		*pty = true;
 	}
 	if (!v) {
-		ret = fail(err, "'input' needs 'stdin' or 'pty'");
+		ret = e2b_fail(err, "'input' needs 'stdin' or 'pty'");
 		goto out;
 	}
 	ret = get_str(v, "input", (E2B_INPUT_MAX / 3 + 1) * 4, &s, err);
@@ -979,14 +977,14 @@ static int parse_path_field(struct json_object *o, const char *name,
 	int ret;
 
 	if (!v)
-		return fail(err, "'%s' is required", name);
+		return e2b_fail(err, "'%s' is required", name);
 	ret = dup_str(v, name, E2B_PATH_MAX, out, err);
 	if (ret)
 		return ret;
 	if (!(*out)[0]) {
 		free(*out);
 		*out = NULL;
-		return fail(err, "'%s' is empty", name);
+		return e2b_fail(err, "'%s' is empty", name);
 	}
 	return 0;
 }

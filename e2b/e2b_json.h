@@ -25,6 +25,15 @@
 #define E2B_PATH_MAX		4096
 #define E2B_INPUT_MAX		(1024 * 1024)	/* decoded stdin bytes a call */
 
+/**
+ * e2b_fail() - a request's fault: its reason into @err (E2B_MSG_MAX bytes,
+ * when @err is not NULL)
+ *
+ * Return: -EINVAL, for the caller to return.
+ */
+int e2b_fail(char *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /** e2b_json_parse() - the body as one JSON object; NULL + @err if not */
 struct json_object *e2b_json_parse(const char *body, size_t len, char *err);
 

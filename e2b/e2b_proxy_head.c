@@ -10,21 +10,8 @@
 #include <strings.h>
 
 #include "e2b_backend.h"
+#include "e2b_json.h"
 #include "e2b_proxy.h"
-
-static int fail(char *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int fail(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err, E2B_MSG_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* "1".."65535" in @s[0..@n) */
 static int parse_port(const char *s, size_t n, unsigned int *port)
@@ -122,7 +109,7 @@ int e2b_proxy_parse_head(const char *buf, size_t len,
 	if (end > E2B_PROXY_HEAD_MAX)
 		return -E2BIG;
 	if (memchr(buf, '\0', end))
-		return fail(err, "the request head holds a NUL byte");
+		return e2b_fail(err, "the request head holds a NUL byte");
 	for (pos = 0; pos < end; pos += n + 1) {
 		const char *l = buf + pos, *colon, *v;
 		size_t vlen;
@@ -132,7 +119,7 @@ int e2b_proxy_parse_head(const char *buf, size_t len,
 			n--;
 		if (first) {
 			if (!request_line_ok(l, n))
-				return fail(err, "malformed request line");
+				return e2b_fail(err, "malformed request line");
 			first = false;
 			if (l[n] == '\r')
 				pos++;
@@ -142,10 +129,10 @@ int e2b_proxy_parse_head(const char *buf, size_t len,
 			break;
 		colon = memchr(l, ':', n);
 		if (!colon || colon == l)
-			return fail(err, "malformed header line");
+			return e2b_fail(err, "malformed header line");
 		for (v = l; v < colon; v++)
 			if (!token_char(*v))
-				return fail(err, "malformed header name");
+				return e2b_fail(err, "malformed header name");
 		v = colon + 1;
 		vlen = n - (v - l);
 		while (vlen && (*v == ' ' || *v == '\t'))
@@ -156,7 +143,7 @@ int e2b_proxy_parse_head(const char *buf, size_t len,
 		  !strncasecmp(l, name, sizeof(name) - 1))
 		if (IS("host")) {
 			if (host)
-				return fail(err, "more than one Host header");
+				return e2b_fail(err, "more than one Host header");
 			host = v;
 			host_len = vlen;
 		} else if (IS(E2B_TRAFFIC_TOKEN_HEADER)) {
@@ -189,5 +176,5 @@ int e2b_proxy_parse_head(const char *buf, size_t len,
 			return end;
 	}
 	memset(h, 0, sizeof(*h));
-	return fail(err, "the request names no sandbox: want Host: <port>-<sandboxID>.<domain>");
+	return e2b_fail(err, "the request names no sandbox: want Host: <port>-<sandboxID>.<domain>");
 }

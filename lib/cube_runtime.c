@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -612,6 +613,21 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 	ret = read_report(pfd[0], timeout + 10, id, err);
 	close(pfd[0]);
 	return ret;
+}
+
+int cube_sandbox_netns(uint64_t id)
+{
+	struct cube_sandbox_ref ref = { .id = id };
+	int dev, fd;
+
+	dev = open("/dev/" CUBE_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return -errno;
+	fd = ioctl(dev, CUBE_IOC_SANDBOX_NETNS_OPEN, &ref);
+	if (fd < 0)
+		fd = -errno;
+	close(dev);
+	return fd;
 }
 
 int cube_control(const char *path, const char *req, char *reply, size_t len)

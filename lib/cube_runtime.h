@@ -124,6 +124,13 @@ int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
 /* one request on a VMM control socket; -EIO when it answers ERR */
 int cube_control(const char *path, const char *req, char *reply, size_t len);
 
+/*
+ * cube_sandbox_netns() - a new fd of sandbox @id's network namespace
+ * (CUBE_IOC_SANDBOX_NETNS_OPEN; CAP_NET_ADMIN): -ENOENT when it is gone or
+ * has none, other -errno.
+ */
+int cube_sandbox_netns(uint64_t id);
+
 /**
  * cube_sandbox_fork() - a new sandbox from a running one's current state
  * @id: the running sandbox (its VMM snapshots it in place and goes on)
