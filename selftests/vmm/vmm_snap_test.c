@@ -4,10 +4,13 @@
  * it run independently at once with the agent channel (vsock) usable
  * right away, both over the memory file (--no-cube) and over /dev/cube
  * clones sharing one module snapshot; corrupt or truncated snapshots are
- * refused with a clear error and no VM.
+ * refused with a clear error and no VM; a snapshot restored before cube.ko
+ * is reloaded restores onto its own memory after it.
  */
 #include <inttypes.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include <linux/cube.h>
 
@@ -456,6 +459,132 @@ TEST(corrupt_snapshots_refused)
 		EXPECT_EQ(after.shared_pages, before.shared_pages);
 		close(dev);
 	}
+	rm_tree(dir);
+}
+
+static int module_refs(void)
+{
+	FILE *f = fopen("/sys/module/cube/refcnt", "r");
+	int n = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+/* Unload cube.ko and load it again from $CUBE_KO; nothing may hold it. */
+static void reload_module(void)
+{
+	const char *ko = getenv("CUBE_KO");
+	int fd, dev, i;
+
+	if (!ko || access(ko, R_OK))
+		SKIP("no $CUBE_KO to reload the module from");
+	if (module_refs() != 0)
+		SKIP("cube.ko is in use (%d references)", module_refs());
+	ASSERT_EQ(syscall(SYS_delete_module, "cube", O_NONBLOCK), 0);
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(syscall(SYS_finit_module, fd, "", 0), 0);
+	close(fd);
+	for (i = 0; i < 100; i++) {
+		dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+		if (dev >= 0)
+			break;
+		usleep(10000);
+	}
+	ASSERT_GE(dev, 0);
+	close(dev);
+}
+
+/* Restore @snap onto a cube clone, echo through it, stop it. */
+static void restore_and_echo(const char *snap, const char *dir, int seed)
+{
+	char path[256], reply[256];
+	pid_t pid;
+	int fd, st;
+
+	pid = spawn_restore(snap, dir, 0, NULL);
+	ASSERT_GT(pid, 0);
+	snprintf(path, sizeof(path), "%s/vsock0", dir);
+	fd = clone_connect(path, 30);
+	if (fd >= 0) {
+		EXPECT_EQ(echo_check(fd, 4096, seed), 0);
+		close(fd);
+	} else {
+		snprintf(path, sizeof(path), "%s/clone0.err", dir);
+		dump_file("clone stderr", path);
+		kill(pid, SIGKILL);
+		vmm_wait(pid, 60);
+		ASSERT_GE(fd, 0);
+	}
+	snprintf(path, sizeof(path), "%s/control0", dir);
+	ASSERT_EQ(control(path, "stop", reply, sizeof(reply)), 0);
+	st = vmm_wait(pid, 60);
+	ASSERT_NE(st, -1);
+	EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
+/*
+ * The record a restore leaves in the snapshot folder outlives cube.ko.
+ * After a reload, a snapshot of the same size made first in the new load
+ * (here: all zeros) must not be taken for the folder's: the guest restored
+ * onto it would have no kernel, and answer nothing.
+ */
+TEST(restore_after_module_reload)
+{
+	char dir[128], snap[160];
+	struct cube_snapshot_id del = { 0 };
+	uint64_t size = 160ULL << 20, before, decoy;
+	struct cube_snapshot_create sc = {
+		.source = CUBE_SNAPSHOT_SRC_USER,
+		.fd = -1,
+		.length = size,
+	};
+	void *zeros;
+	int dev;
+
+	need_kvm();
+	mk_scratch(dir, sizeof(dir), "reload");
+	make_snapshot(dir);
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+
+	/* Restored in one load: the folder's record names its snapshot. */
+	reload_module();
+	restore_and_echo(snap, dir, 80);
+	before = recorded_id(snap);
+	ASSERT_NE(before, 0);
+
+	/* The next load's first snapshot: the same size, all zeros. */
+	reload_module();
+	zeros = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		     0);
+	ASSERT_NE(zeros, MAP_FAILED);
+	sc.addr = (uintptr_t)zeros;
+	dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(dev, 0);
+	ASSERT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_CREATE, &sc), 0);
+	munmap(zeros, size);
+	decoy = sc.id;
+	close(dev);
+	TH_LOG("record of the first load %#" PRIx64 ", new snapshot %#" PRIx64,
+	       before, decoy);
+	EXPECT_NE(decoy, before);
+
+	/* The record is stale: the restore maps the folder's memory. */
+	restore_and_echo(snap, dir, 81);
+	EXPECT_NE(recorded_id(snap), before);
+	EXPECT_NE(recorded_id(snap), decoy);
+
+	dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(dev, 0);
+	del.id = decoy;
+	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del), 0);
+	close(dev);
+	drop_recorded_snapshot(snap);
 	rm_tree(dir);
 }
 
