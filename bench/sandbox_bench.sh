@@ -18,13 +18,11 @@
 #     with cube-vmm --no-cube (the memory file mapped MAP_PRIVATE), and
 #     the ratio of the two.
 #
-# BENCH_CGROUP=1 also reads the memory.current of a cgroup holding the
-# shims and VMMs (off by default: in the VM harness the first restore made
-# inside a child memory cgroup was seen to never become ready, not yet
-# understood).  In the VM harness, where the environment does not reach,
-# the kernel command line gives the same settings: cube.bench_samples=10
-# cube.bench_concurrency=1,10 and so on (commas for spaces), through
-# L1_APPEND.
+# BENCH_CGROUP=0 leaves out the memory.current of a cgroup holding the
+# shims and VMMs (on by default).  In the VM harness, where the environment
+# does not reach, the kernel command line gives the same settings:
+# cube.bench_samples=10 cube.bench_concurrency=1,10 and so on (commas for
+# spaces), through L1_APPEND.
 #
 # The whole run stops itself after $BENCH_DEADLINE seconds (default 900),
 # below the harness's bound on the bench group.  Whatever way it ends
@@ -122,7 +120,7 @@ for n in ${BENCH_MEM_N:-1 10 30}; do
 	args="$args -m $n"
 done
 rc=0
-[ "${BENCH_CGROUP:-0}" = 1 ] && args="$args -g"
+[ "${BENCH_CGROUP:-1}" = 1 ] && args="$args -g"
 run "$here/sandbox_bench" -t $T -C "$C" -n "${BENCH_SAMPLES:-50}" -T "$(left)" $args || rc=1
 
 # density: onto /dev/cube clones, then the MAP_PRIVATE file path
