@@ -50,6 +50,16 @@ start=$(cut -d' ' -f1 /proc/uptime)
 deadline=${BENCH_DEADLINE:-900}
 
 child=
+beat=
+# BENCH_HEARTBEAT=S: a line with L1's uptime every S seconds, to tell a
+# machine whose time stopped from a benchmark that waits
+if [ "${BENCH_HEARTBEAT:-0}" -gt 0 ]; then
+	while :; do
+		sleep "$BENCH_HEARTBEAT"
+		echo "# alive: uptime $(cut -d' ' -f1 /proc/uptime) s, $(ls /proc | grep -c '^[0-9]') processes"
+	done &
+	beat=$!
+fi
 # run CMD...: in the background, waited for, so that a signal reaches the
 # trap at once instead of after CMD ends
 run() {
@@ -62,6 +72,7 @@ run() {
 }
 cleanup() {
 	trap - EXIT INT TERM HUP
+	[ -n "$beat" ] && kill "$beat" 2>/dev/null
 	if [ -n "$child" ]; then
 		kill "$child" 2>/dev/null
 		wait "$child" 2>/dev/null
