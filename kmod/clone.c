@@ -14,7 +14,10 @@
  *  - a read fault on a hole (no data in the snapshot chain) maps the
  *    kernel's zero page as a special PTE (vmf_insert_mixed()): no struct
  *    page reference and no rmap, so no count grows with the number of
- *    PTEs, and a write to it reaches ->pfn_mkwrite;
+ *    PTEs, and a write to it reaches ->pfn_mkwrite.  Where the kernel
+ *    refuses that (CUBE_HOLES_MAP_ZERO_PFN is 0), holes map @zero, a page
+ *    of zeros of the clone's own, like a snapshot page: its count grows
+ *    only with this clone's PTEs, paid for by its owner's page tables;
  *  - the first write to a page (a write fault, ->page_mkwrite on a
  *    read-only PTE or ->pfn_mkwrite on the zero page) copies the page into
  *    a private page of the clone and zaps the old PTEs of that offset in
@@ -32,9 +35,9 @@
  * CUBE_CLONE_SEEN entry must also take, then zaps the offset: a fault that
  * checked before sees its PTE zapped, a fault that checks after sees the
  * new entry.  That lock is the lock of the page a PTE would map (a private
- * page, a snapshot page: the core mm installs the PTE before unlocking the
- * page ->fault returns), or, for holes, the clone's @holes semaphore, held
- * for reading while the zero page is mapped.  No lock is shared by every
+ * page, a snapshot page, @zero: the core mm installs the PTE before
+ * unlocking the page ->fault returns), or, for the kernel's zero page, the
+ * clone's @holes semaphore, held for reading while it is mapped.  No lock is shared by every
  * clone, and nothing allocates memory under a page lock: the xarray slot
  * exists before it is swapped, the recorded working set is updated outside
  * locks, and page tables are populated before pages are locked and mapped.
@@ -73,6 +76,7 @@ struct cube_clone {
 	struct xarray pages;
 	struct mutex lock;
 	struct rw_semaphore holes;
+	struct page *zero;
 	atomic64_t private_pages;
 	atomic64_t shared_pages;
 	atomic64_t faults;
@@ -106,6 +110,8 @@ static void cube_clone_free(struct kref *ref)
 
 	/* No mapping is left: every VMA holds the file. */
 	cube_clone_release_pages(clone);
+	if (clone->zero)
+		put_page(clone->zero);
 	atomic_dec(&clone->snap->clones);
 	cube_snapshot_put(clone->snap);
 	iput(clone->inode);
@@ -187,23 +193,30 @@ static bool cube_clone_lock_page(struct page *page, bool try)
 /*
  * The lock a fault holds while it maps the shared page of a CUBE_CLONE_SEEN
  * offset: the snapshot's page @src, or for a hole (@src NULL) the clone's
- * @holes.  Whoever changes a CUBE_CLONE_SEEN entry takes it.
+ * @holes and, where holes map it, the lock of @zero.  Whoever changes a
+ * CUBE_CLONE_SEEN entry takes it.
  */
 static void cube_clone_lock_shared(struct cube_clone *clone, struct page *src)
 {
-	if (src)
+	if (src) {
 		lock_page(src);
-	else
-		down_write(&clone->holes);
+		return;
+	}
+	down_write(&clone->holes);
+	if (clone->zero)
+		lock_page(clone->zero);
 }
 
 static void cube_clone_unlock_shared(struct cube_clone *clone,
 				     struct page *src)
 {
-	if (src)
+	if (src) {
 		unlock_page(src);
-	else
-		up_write(&clone->holes);
+		return;
+	}
+	if (clone->zero)
+		unlock_page(clone->zero);
+	up_write(&clone->holes);
 }
 
 static void cube_clone_touch(struct cube_clone *clone, pgoff_t index,
@@ -215,9 +228,9 @@ static void cube_clone_touch(struct cube_clone *clone, pgoff_t index,
 
 /*
  * What @index resolves to now, for a read: the clone's private page or the
- * snapshot's page, referenced and locked; NULL for a hole, with @holes held
- * for reading (map the zero page with cube_clone_map_zero(), which drops
- * it).  @touch: a real access, which a recording clone adds to the working
+ * snapshot's page (or @zero), referenced and locked; NULL for a hole that
+ * maps the kernel's zero page, with @holes held for reading (map it with
+ * cube_clone_map_zero(), which drops it).  @touch: a real access, which a recording clone adds to the working
  * set.  @try: fail with -EBUSY rather than wait for a lock.
  */
 static struct page *cube_clone_get_page(struct cube_clone *clone,
@@ -250,7 +263,7 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 		} else if (old != CUBE_CLONE_SEEN) {
 			continue;	/* a private page appeared */
 		}
-		page = cube_snapshot_page(clone->snap, index);
+		page = cube_snapshot_page(clone->snap, index) ?: clone->zero;
 		if (!page) {
 			if (!try)
 				down_read(&clone->holes);
@@ -759,6 +772,15 @@ static struct cube_clone *cube_clone_alloc(struct cube_snapshot *snap,
 	if (IS_ERR(clone->inode)) {
 		kfree(clone);
 		return NULL;
+	}
+	if (!CUBE_HOLES_MAP_ZERO_PFN) {
+		clone->zero = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT |
+					 __GFP_ZERO);
+		if (!clone->zero) {
+			iput(clone->inode);
+			kfree(clone);
+			return NULL;
+		}
 	}
 	kref_init(&clone->ref);
 	clone->snap = snap;

@@ -55,4 +55,16 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 #define GENL_MCAST_CAP_NET_ADMIN	0
 #endif
 
+/*
+ * 6.11 (vm_mixed_zeropage_allowed()) refuses the shared zero page in a
+ * writable MAP_SHARED mapping unless it is fsdax or VM_IO, which GUP and
+ * KVM would not take: there, each clone's holes map a page of zeros of the
+ * clone's own instead of the kernel's.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#define CUBE_HOLES_MAP_ZERO_PFN	0
+#else
+#define CUBE_HOLES_MAP_ZERO_PFN	1
+#endif
+
 #endif /* _CUBE_COMPAT_H */
