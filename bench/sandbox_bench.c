@@ -90,7 +90,7 @@ static int run(char *const argv[], char *out, size_t outlen)
 	ssize_t n = 0, r;
 	char sink[4096];
 
-	if (pipe(pfd))
+	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
@@ -158,7 +158,7 @@ static int batch(const char *tmpl, struct sample *out, int n)
 	int pfd[2], i, got = 0;
 
 	memset(out, 0, n * sizeof(*out));
-	if (pipe(pfd))
+	if (pipe2(pfd, O_CLOEXEC))
 		return 0;
 	for (i = 0; i < n && !stopping; i++) {
 		pid_t pid = fork();
@@ -257,7 +257,7 @@ static pid_t vmm_pid(uint64_t id)
 	FILE *f;
 
 	snprintf(ids, sizeof(ids), "%" PRIu64, id);
-	if (pipe(pfd))
+	if (pipe2(pfd, O_CLOEXEC))
 		return 0;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);

@@ -602,6 +602,12 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 			dup2(devnull, 1);
 			dup2(devnull, 2);
 		}
+		/*
+		 * Nothing else of the caller's: a descriptor it left open
+		 * without O_CLOEXEC (a copy of the pipe it reads our output
+		 * from) would keep its reader waiting while the sandbox lives.
+		 */
+		close_range(4, ~0U, 0);
 		signal(SIGPIPE, SIG_DFL);
 		execv(shim, (char **)argv);
 		_exit(127);

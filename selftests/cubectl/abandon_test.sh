@@ -9,6 +9,10 @@
 #     boot timeout (120 s), and with it the module's sandbox and its
 #     reference to cube.ko;
 #   * cubectl kill of a sandbox still starting: the same.
+# And a descriptor the caller of cubectl create leaves open (a program that
+# reads the create's output through a pipe, with a copy of the pipe's write
+# end on another fd) reaches neither the shim nor the VMM: else the caller
+# waits for its end of file as long as the sandbox lives.
 # Needs cube.ko, /dev/kvm, the guest rootfs disk (to build the template).
 cd "$(dirname "$0")" || exit 1
 . ./ktap.sh
@@ -45,7 +49,7 @@ starting() {
 	[ "$(count)" = 1 ] && vmm_alive
 }
 
-ktap_plan 5
+ktap_plan 7
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 if [ -z "$rootfs" ] || [ ! -c /dev/kvm ]; then
 	not_ok "guest images and /dev/kvm are there" "rootfs '$rootfs', /dev/kvm"
@@ -56,6 +60,26 @@ expect "template build" 0 $C template build ab --kernel /boot/vmlinuz \
 	--initrd ./initramfs.cpio.gz --rootfs /tmp/abandon-test/rootfs.ext4 \
 	--append cube.rootfstype=ext4 --net none
 [ $got = 0 ] || exit 1
+
+# fd 7 is a copy of the pipe cat reads: it sees end of file when create ends
+( $C create --template ab 7>&1 | cat > /tmp/abandon-test/out ) &
+bg=$!
+bg_done() { ! kill -0 "$bg" 2>/dev/null; }
+if wait_until 90 bg_done; then
+	ok "a create whose caller left another fd open returns when the sandbox is up"
+else
+	not_ok "a create whose caller left another fd open returns when the sandbox is up" \
+		"$(count) sandboxes of ab; the reader still waits for end of file"
+fi
+for id in $($C ls | awk 'NR > 1 && $3 == "ab" { print $1 }'); do
+	$C kill "$id" >/dev/null 2>&1
+done
+wait "$bg" 2>/dev/null
+if wait_until 10 none_left && [ "$(count)" = 0 ]; then
+	ok "that sandbox ran and is gone"
+else
+	not_ok "that sandbox ran and is gone" "$(count) sandboxes of ab"
+fi
 
 # a VMM that starts and never answers
 printf '#!/bin/sh\nwhile :; do sleep 1; done\n' > /tmp/abandon-test/never
