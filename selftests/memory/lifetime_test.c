@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cube_test.h"
+#include "cube_module.h"
 #include "mem_util.h"
 
 FIXTURE(life) {
@@ -298,19 +299,6 @@ TEST_F(life, mapping_outlives_the_fd_and_fork)
 	expect_base(self->dev, &self->base);
 }
 
-static int module_refs(void)
-{
-	FILE *f = fopen("/sys/module/cube/refcnt", "r");
-	int n = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = -1;
-		fclose(f);
-	}
-	return n;
-}
-
 /* Last: unloads and reloads cube.ko ($CUBE_KO). */
 TEST(unload_with_snapshots)
 {
@@ -334,16 +322,16 @@ TEST(unload_with_snapshots)
 	m[0] = 0x77;
 	ASSERT_OK(mem_snapshot_clone(dev, c, &fork_id));
 	close(dev);
-	if (module_refs() != 1)
+	if (ct_module_refs() != 1)
 		SKIP("cube.ko is in use by others (%d references)",
-		     module_refs());
+		     ct_module_refs());
 	/* the clone (its mapping) pins the module */
 	ASSERT_ERRNO(syscall(SYS_delete_module, "cube", O_NONBLOCK),
 		     EWOULDBLOCK);
 	close(c);
-	ASSERT_EQ(module_refs(), 1);	/* the mapping */
+	ASSERT_EQ(ct_module_refs(), 1);	/* the mapping */
 	munmap(m, 64 * PAGE);
-	ASSERT_EQ(module_refs(), 0);
+	ASSERT_EQ(ct_module_refs(), 0);
 	ASSERT_OK(syscall(SYS_delete_module, "cube", O_NONBLOCK));
 	EXPECT_NE(access("/dev/" CUBE_DEVICE_NAME, F_OK), 0);
 

@@ -18,51 +18,13 @@
 #include <sys/syscall.h>
 
 #include "cube_test.h"
+#include "cube_module.h"
 #include "mem_util.h"
 #include "cube_clone.h"
 #include "cube_runtime.h"
 #include "nl_client.h"
 
 #define NR_PAGES	16
-
-static int module_refs(void)
-{
-	FILE *f = fopen("/sys/module/cube/refcnt", "r");
-	int n = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = -1;
-		fclose(f);
-	}
-	return n;
-}
-
-/*
- * Unload cube.ko and load it again from $CUBE_KO: every snapshot goes and
- * the next one gets the first sequence number of the new load.  The caller
- * holds no /dev/cube fd, clone fd or mapping.
- */
-static void reload_module(void)
-{
-	const char *ko = getenv("CUBE_KO");
-	int fd, dev, i;
-
-	if (!ko || access(ko, R_OK))
-		SKIP("no $CUBE_KO to reload the module from");
-	if (module_refs() != 0)
-		SKIP("cube.ko is in use by others (%d references)",
-		     module_refs());
-	ASSERT_OK(syscall(SYS_delete_module, "cube", O_NONBLOCK));
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	ASSERT_GE(fd, 0);
-	ASSERT_OK(syscall(SYS_finit_module, fd, "", 0));
-	close(fd);
-	for (i = 0; i < 100 && (dev = mem_open_dev()) < 0; i++)
-		usleep(10000);
-	ASSERT_GE(dev, 0);
-	close(dev);
-}
 
 /* NR_PAGES pages, each filled with @c. */
 static void *pattern(int c)
@@ -143,10 +105,10 @@ TEST(old_load_ids_answer_enoent)
 	uint64_t old_id, id;
 	int dev, c;
 
-	reload_module();
+	ct_reload_module();
 	old_id = snapshot_of('A');
 	TH_LOG("first load: snapshot %#" PRIx64, old_id);
-	reload_module();
+	ct_reload_module();
 	id = snapshot_of('B');
 	TH_LOG("second load: snapshot %#" PRIx64, id);
 	EXPECT_NE(id, old_id);
@@ -277,11 +239,11 @@ TEST(restore_and_remove_after_reload)
 	make_dir(b, sizeof(b), "b", 'B');
 	make_dir(old, sizeof(old), "old", 'O');
 
-	reload_module();
+	ct_reload_module();
 	restore(a, 'A');
 	stale = recorded_id(a);
 	copy_record(a, old);		/* as it was before the reload */
-	reload_module();
+	ct_reload_module();
 	restore(b, 'B');
 	bid = recorded_id(b);
 	TH_LOG("A's record from the first load %#" PRIx64

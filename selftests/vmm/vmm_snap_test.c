@@ -15,6 +15,7 @@
 #include <linux/cube.h>
 
 #include "vmm_util.h"
+#include "cube_module.h"
 
 #define ECHO_PORT	1234
 #define NR_CLONES	3
@@ -462,44 +463,6 @@ TEST(corrupt_snapshots_refused)
 	rm_tree(dir);
 }
 
-static int module_refs(void)
-{
-	FILE *f = fopen("/sys/module/cube/refcnt", "r");
-	int n = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = -1;
-		fclose(f);
-	}
-	return n;
-}
-
-/* Unload cube.ko and load it again from $CUBE_KO; nothing may hold it. */
-static void reload_module(void)
-{
-	const char *ko = getenv("CUBE_KO");
-	int fd, dev, i;
-
-	if (!ko || access(ko, R_OK))
-		SKIP("no $CUBE_KO to reload the module from");
-	if (module_refs() != 0)
-		SKIP("cube.ko is in use (%d references)", module_refs());
-	ASSERT_EQ(syscall(SYS_delete_module, "cube", O_NONBLOCK), 0);
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(syscall(SYS_finit_module, fd, "", 0), 0);
-	close(fd);
-	for (i = 0; i < 100; i++) {
-		dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
-		if (dev >= 0)
-			break;
-		usleep(10000);
-	}
-	ASSERT_GE(dev, 0);
-	close(dev);
-}
-
 /* Restore @snap onto a cube clone, echo through it, stop it. */
 static void restore_and_echo(const char *snap, const char *dir, int seed)
 {
@@ -553,13 +516,13 @@ TEST(restore_after_module_reload)
 	snprintf(snap, sizeof(snap), "%s/snap", dir);
 
 	/* Restored in one load: the folder's record names its snapshot. */
-	reload_module();
+	ct_reload_module();
 	restore_and_echo(snap, dir, 80);
 	before = recorded_id(snap);
 	ASSERT_NE(before, 0);
 
 	/* The next load's first snapshot: the same size, all zeros. */
-	reload_module();
+	ct_reload_module();
 	zeros = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1,
 		     0);
 	ASSERT_NE(zeros, MAP_FAILED);
