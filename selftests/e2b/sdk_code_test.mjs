@@ -15,7 +15,9 @@
 // other (list, restart, remove), envs, bash, an unsupported language.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox, TimeoutError, SandboxError } from '@e2b/code-interpreter';
+import {
+  Sandbox, TimeoutError, SandboxError, NotFoundError, InvalidArgumentError,
+} from '@e2b/code-interpreter';
 
 const made = new Set();
 let sbx;
@@ -139,10 +141,12 @@ test('two contexts are isolated; list, restart and remove', async () => {
   assert.equal((await sbx.runCode('y', { context: a })).error.name, 'NameError');
   await sbx.removeCodeContext(b);
   assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === b.id));
-  await assert.rejects(sbx.runCode('1', { context: b }), /not found/);
+  await assert.rejects(sbx.runCode('1', { context: b }),
+    (e) => e instanceof NotFoundError && /not found/.test(e.message));
   // runCode is async: the SDK's refusal of both a context and a language
   // comes back as a rejected promise
-  await assert.rejects(sbx.runCode('1', { context: a, language: 'python' }));
+  await assert.rejects(sbx.runCode('1', { context: a, language: 'python' }),
+    (e) => e instanceof InvalidArgumentError && /not both/.test(e.message));
 });
 
 test('bash keeps its state; a failing command is an error', async () => {
@@ -167,5 +171,8 @@ test('runCode on a killed sandbox fails', async () => {
   const id = sbx.sandboxId;
   await Sandbox.kill(id);
   made.delete(id);
-  await assert.rejects(sbx.runCode('1', { timeoutMs: 20_000 }));
+  // cubed answers 502 "sandbox not found", which the SDK reports as a
+  // sandbox that timed out (a network failure would be a TypeError)
+  await assert.rejects(sbx.runCode('1', { timeoutMs: 20_000 }),
+    (e) => e instanceof TimeoutError && /sandbox not found/.test(e.message));
 });

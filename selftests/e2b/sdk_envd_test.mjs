@@ -11,7 +11,9 @@
 // are killed before it ends.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox } from 'e2b';
+import {
+  Sandbox, NotFoundError, FileNotFoundError, InvalidArgumentError,
+} from 'e2b';
 
 const template = process.env.CUBE_TEMPLATE || 'base';
 const made = new Set();
@@ -67,13 +69,14 @@ test('pty.kill ends a pty; resizing a gone pty fails', async () => {
   assert.equal(await sbx.pty.kill(h.pid), true);
   const r = await h.wait().catch((e) => e);
   assert.notEqual(r.exitCode, 0);
-  await assert.rejects(sbx.pty.resize(h.pid, { cols: 50, rows: 20 }));
+  await assert.rejects(sbx.pty.resize(h.pid, { cols: 50, rows: 20 }),
+    (e) => e instanceof NotFoundError && /process not found/.test(e.message));
 });
 
 test('resizing a command without a pty is refused', async () => {
   const h = await sbx.commands.run('sleep 30', { background: true });
   await assert.rejects(sbx.pty.resize(h.pid, { cols: 50, rows: 20 }),
-    /pty/);
+    (e) => e instanceof InvalidArgumentError && /no pty/.test(e.message));
   await h.kill();
 });
 
@@ -91,17 +94,26 @@ test('watchDir reports create, write, rename and remove; stop() ends it',
     await until('rename of a', () => has('rename', 'a') && has('create', 'b'));
     await sbx.files.remove('/tmp/watched/b');
     await until('remove of b', () => has('remove', 'b'));
+    // a second watch on the same directory, left running, is the witness
+    // that the event after stop() happened and was delivered: no fixed wait
+    const witnessed = [];
+    const w = await sbx.files.watchDir('/tmp/watched', (e) => witnessed.push(e));
     await h.stop();
     const n = seen.length;
     await sbx.commands.run('touch /tmp/watched/c');
-    await new Promise((r) => setTimeout(r, 1000));
+    await until('the witness sees c',
+      () => witnessed.some((e) => e.type === 'create' && e.name === 'c'));
+    await w.stop();
     assert.equal(seen.length, n, 'no event after stop()');
+    assert.ok(!seen.some((e) => e.name === 'c'), JSON.stringify(seen));
   });
 
 test('watchDir of a missing directory or a file fails', async () => {
-  await assert.rejects(sbx.files.watchDir('/no/such/dir', () => {}));
+  await assert.rejects(sbx.files.watchDir('/no/such/dir', () => {}),
+    (e) => e instanceof FileNotFoundError && /\/no\/such\/dir/.test(e.message));
   await sbx.files.write('/tmp/plain', 'x');
-  await assert.rejects(sbx.files.watchDir('/tmp/plain', () => {}));
+  await assert.rejects(sbx.files.watchDir('/tmp/plain', () => {}),
+    (e) => e instanceof InvalidArgumentError && /\/tmp\/plain/.test(e.message));
 });
 
 test('at most 16 watches per sandbox', async () => {

@@ -16,11 +16,16 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { Sandbox, SandboxNotFoundError } from 'e2b';
+import { Sandbox, SandboxNotFoundError, SandboxError } from 'e2b';
 
 const template = process.env.CUBE_TEMPLATE || 'base';
 const proxyPort = Number(process.env.CUBE_PROXY_PORT || 43001);
 const made = new Set();
+
+// the API's refusal, as the SDK reports it: a SandboxError carrying the
+// HTTP status and the server's message (a network failure is a TypeError)
+const refused = (status, re) => (e) =>
+  e instanceof SandboxError && e.statusCode === status && re.test(e.message);
 
 after(async () => {
   for (const id of made) {
@@ -201,9 +206,9 @@ test('network lists, updateNetwork, and refusals', async () => {
 
   // refused, with the entry named; the policy stays
   await assert.rejects(sbx.updateNetwork({ allowOut: ['example.com'] }),
-    /example\.com/);
+    refused(400, /example\.com/));
   await assert.rejects(sbx.updateNetwork({ denyOut: ['10.0.0.1/8'] }),
-    /host bits/);
+    refused(400, /host bits/));
   await assert.rejects(Sandbox.updateNetwork('999999', { denyOut: [] }),
     SandboxNotFoundError);
   info = await sbx.getInfo();
@@ -212,11 +217,12 @@ test('network lists, updateNetwork, and refusals', async () => {
   // nothing is created for a request that cannot be honoured
   const before = (await Sandbox.list().nextItems()).length;
   await assert.rejects(Sandbox.create(template, {
-    network: { allowOut: ['*.example.com'] } }), /domain names/);
+    network: { allowOut: ['*.example.com'] } }), refused(400, /domain names/));
   await assert.rejects(Sandbox.create(template, {
-    network: { denyOut: ['1.2.3.4:80'] } }), /ports are not supported/);
+    network: { denyOut: ['1.2.3.4:80'] } }),
+    refused(400, /ports are not supported/));
   await assert.rejects(Sandbox.create(template, {
     network: { egressProxy: { address: 'p.example.com:1080' } } }),
-    /egressProxy/);
+    refused(400, /egressProxy/));
   assert.equal((await Sandbox.list().nextItems()).length, before);
 });

@@ -12,6 +12,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   Sandbox, CommandExitError, AuthenticationError, SandboxNotFoundError,
+  SandboxError, FileNotFoundError,
 } from 'e2b';
 
 const template = process.env.CUBE_TEMPLATE || 'base';
@@ -93,8 +94,10 @@ test('files: write, read, list, exists, makeDir, rename, remove', async () => {
   assert.equal(r.stdout, 'removed\n');
 });
 
-test('reading a missing file fails', async () => {
-  await assert.rejects(sbx.files.read('/no/such/file'));
+test('reading a missing file fails with FileNotFoundError', async () => {
+  await assert.rejects(sbx.files.read('/no/such/file'),
+    (e) => e instanceof FileNotFoundError &&
+      /\/no\/such\/file.*does not exist/.test(e.message));
 });
 
 test('Sandbox.list() includes the sandbox', async () => {
@@ -114,8 +117,13 @@ test('setTimeout moves the end time', async () => {
 
 test('Sandbox.connect() reaches the same sandbox', async () => {
   const again = await Sandbox.connect(sbx.sandboxId);
+  assert.equal(again.sandboxId, sbx.sandboxId);
+  // the guest is named after its own sandbox (cube-<id>), and it holds
+  // what this test wrote through the first handle
   const r = await again.commands.run('hostname');
-  assert.match(r.stdout, /cube-[0-9]+/);
+  assert.equal(r.stdout, `cube-${sbx.sandboxId}\n`);
+  await sbx.files.write('/tmp/connect-mark', sbx.sandboxId);
+  assert.equal(await again.files.read('/tmp/connect-mark'), sbx.sandboxId);
 });
 
 test('fork copies a running sandbox', async () => {
@@ -138,7 +146,10 @@ test('a wrong API key is refused', async () => {
 });
 
 test('an unknown template is refused', async () => {
-  await assert.rejects(Sandbox.create('no-such-template'), /404/);
+  // SandboxError with the API's status: a network failure is a TypeError
+  await assert.rejects(Sandbox.create('no-such-template'),
+    (e) => e instanceof SandboxError && e.statusCode === 404 &&
+      /template 'no-such-template' not found/.test(e.message));
 });
 
 test('kill ends the sandbox', async () => {
