@@ -13,9 +13,11 @@
  *
  * Each test runs in its own child process with a timeout, so a crash or a
  * hang fails that test only.  ASSERT_* ends the test at the first failure,
- * EXPECT_* records it and goes on, SKIP() ends it as skipped.  The program
- * prints a KTAP report and exits 0 when nothing failed, 1 otherwise (4 when
- * everything was skipped, as kselftest does).
+ * EXPECT_* records it and goes on, SKIP() ends it as skipped, unless a check
+ * already failed: then the test fails.  A check that fails in a fixture's
+ * teardown fails the test too.  The program prints a KTAP report (a skip's
+ * reason on its result line) and exits 0 when nothing failed, 1 otherwise
+ * (4 when everything was skipped, as kselftest does).
  *
  * Command line: -t NAME runs only the tests whose name (or fixture.name)
  * equals NAME or starts with "NAME."; -l lists the tests; -T SECONDS sets the
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +51,8 @@ struct ct_test {
 static struct ct_test *ct_head, **ct_tail = &ct_head;
 static int ct_failed __attribute__((unused));	/* in the child: an EXPECT failed */
 static char ct_skip_reason[256] __attribute__((unused));
+/* shared with the test's child: the parent prints the reason it skipped */
+static char *ct_skip_shared;
 
 static inline void ct_register(struct ct_test *t)
 {
@@ -96,8 +101,16 @@ static inline void ct_diag(const char *fmt, ...)
 	static struct ct_fx_##fx *ct_self_##fx##_##nm;			\
 	static void ct_td_##fx##_##nm(void)				\
 	{								\
-		if (ct_self_##fx##_##nm)				\
-			ct_teardown_##fx(ct_self_##fx##_##nm);		\
+		int ct_before = ct_failed;				\
+									\
+		if (!ct_self_##fx##_##nm)				\
+			return;						\
+		ct_teardown_##fx(ct_self_##fx##_##nm);			\
+		ct_self_##fx##_##nm = NULL;				\
+		if (ct_failed && !ct_before) {				\
+			fflush(stdout);					\
+			_exit(CT_EXIT_FAIL);				\
+		}							\
 	}								\
 	static void ct_fn_##fx##_##nm(void)				\
 	{								\
@@ -111,9 +124,18 @@ static inline void ct_diag(const char *fmt, ...)
 	CT_REGISTER(#fx, nm, ct_fn_##fx##_##nm)				\
 	static void ct_body_##fx##_##nm(struct ct_fx_##fx *self)
 
+/* A skip after a failed EXPECT_* is that failure, not a skip. */
 #define SKIP(fmt, ...) do {						\
 	snprintf(ct_skip_reason, sizeof(ct_skip_reason), fmt, ##__VA_ARGS__); \
+	if (ct_failed) {						\
+		ct_diag("SKIP after a failed check is a failure: %s",	\
+			ct_skip_reason);				\
+		exit(CT_EXIT_FAIL);					\
+	}								\
 	ct_diag("SKIP: %s", ct_skip_reason);				\
+	if (ct_skip_shared)						\
+		memcpy(ct_skip_shared, ct_skip_reason,			\
+		       sizeof(ct_skip_reason));				\
 	exit(CT_EXIT_SKIP);						\
 } while (0)
 
@@ -216,6 +238,8 @@ static inline int ct_run_one(const struct ct_test *t, int timeout)
 	int status;
 
 	fflush(stdout);
+	if (ct_skip_shared)
+		ct_skip_shared[0] = '\0';
 	pid = fork();
 	if (pid < 0) {
 		ct_diag("fork: %s", strerror(errno));
@@ -292,6 +316,11 @@ static inline int ct_main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	ct_skip_shared = mmap(NULL, sizeof(ct_skip_reason),
+			      PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ct_skip_shared == MAP_FAILED)
+		ct_skip_shared = NULL;
 	printf("KTAP version 1\n1..%d\n", total);
 	for (t = ct_head; t; t = t->next) {
 		const char *sep = t->fixture ? "." : "";
@@ -307,7 +336,10 @@ static inline int ct_main(int argc, char **argv)
 			printf("ok %d %s%s%s\n", i, fx, sep, t->name);
 		} else if (r == CT_EXIT_SKIP) {
 			skip++;
-			printf("ok %d %s%s%s # SKIP\n", i, fx, sep, t->name);
+			printf("ok %d %s%s%s # SKIP %.*s\n", i, fx, sep,
+			       t->name, (int)sizeof(ct_skip_reason),
+			       ct_skip_shared && ct_skip_shared[0] ?
+			       ct_skip_shared : "(no reason given)");
 		} else {
 			fail++;
 			printf("not ok %d %s%s%s\n", i, fx, sep, t->name);
