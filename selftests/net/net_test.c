@@ -22,6 +22,7 @@
 #include <nftables/libnftables.h>
 
 #include "cube_test.h"
+#include "cube_wait.h"
 #include "net_util.h"
 
 /* --- a sandbox with a network --- */
@@ -638,9 +639,9 @@ TEST(cycles_leave_nothing)
 			kill(pid, SIGKILL);
 		ASSERT_EQ(waitpid(pid, &st, 0), pid);
 		if (i % 2)
-			EXPECT_TRUE(WIFSIGNALED(st));
+			EXPECT_KILLED(st, SIGKILL);
 		else
-			EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st));
+			EXPECT_EXIT(st, 0);
 	}
 	if (!counts_settle(&base, &now)) {
 		counts_diag("before", &base);
@@ -697,7 +698,7 @@ static int cubectl(char *out, size_t len, const char *fmt, ...)
 	close(p[0]);
 	if (waitpid(pid, &st, 0) != pid)
 		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return ct_exit_code(st);
 }
 
 TEST(cubectl_net)

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cube_test.h"
+#include "cube_wait.h"
 #include "cube_nl.h"
 #include "sb_util.h"
 
@@ -73,7 +74,7 @@ static int kill_and_reap(pid_t pid)
 	kill(pid, SIGKILL);
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
-	return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? 0 : -1;
+	return ct_killed_by(status, SIGKILL) ? 0 : -1;
 }
 
 /* A VMM that readies a sandbox, pools it, reports its id and waits. */
@@ -365,8 +366,7 @@ TEST(kill_polite_owner)
 	ASSERT_NE(id, 0ull);
 	ASSERT_EQ(cnl_kill(&nl, id, CUBE_KILL_GRACE_MS_MAX), 0);
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	EXPECT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 42);
+	EXPECT_EXIT(status, 42);
 	expect_no_sandboxes(&nl);
 	EXPECT_EQ(cnl_kill(&nl, id, 0), -ENOENT);
 	close(rfd);
@@ -404,8 +404,7 @@ TEST(kill_stubborn_owner_after_grace)
 	ASSERT_EQ(cnl_kill(&nl, id, 500), 0);
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
 	dt = now_ms() - t0;
-	EXPECT_TRUE(WIFSIGNALED(status));
-	EXPECT_EQ(WTERMSIG(status), SIGKILL);
+	EXPECT_KILLED(status, SIGKILL);
 	EXPECT_GE(dt, 450ull);
 	expect_no_sandboxes(&nl);
 
@@ -417,7 +416,7 @@ TEST(kill_stubborn_owner_after_grace)
 	ASSERT_EQ(cnl_kill(&nl, id, -1), 0);
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
 	dt = now_ms() - t0;
-	EXPECT_EQ(WTERMSIG(status), SIGKILL);
+	EXPECT_KILLED(status, SIGKILL);
 	EXPECT_GE(dt, CUBE_KILL_GRACE_MS_DEFAULT - 50ull);
 	expect_no_sandboxes(&nl);
 	close(rfd);

@@ -43,8 +43,7 @@ static void boot(struct run *r, const char *mode, const char *vcpus,
 	argv[n++] = "--stats";
 	argv[n] = NULL;
 	r->status = vmm_wait(vmm_spawn(argv, r->err), wait_s);
-	if (r->status == -1 || !WIFEXITED(r->status) ||
-	    WEXITSTATUS(r->status)) {
+	if (!ct_exited_with(r->status, 0)) {
 		dump_file("console", r->log);
 		dump_file("stderr", r->err);
 	}
@@ -60,9 +59,7 @@ TEST(boot_to_serial_and_power_off)
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-BOOT-OK"));
 	EXPECT_FALSE(file_has(r.log, "CUBE-L2-MODULE-FAILED"));
 	EXPECT_FALSE(file_has(r.log, "CUBE-L2-POWEROFF-FAILED"));
-	ASSERT_NE(r.status, -1);
-	ASSERT_TRUE(WIFEXITED(r.status));
-	EXPECT_EQ(WEXITSTATUS(r.status), 0);
+	ASSERT_EXIT(r.status, 0);
 	EXPECT_TRUE(file_has(r.err, "stats: exits="));
 	rm_tree(r.dir);
 }
@@ -74,9 +71,7 @@ TEST(smp_two_vcpus)
 	need_kvm();
 	boot(&r, "cpus", "2", "240", 300);
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-CPUS 2"));
-	ASSERT_NE(r.status, -1);
-	ASSERT_TRUE(WIFEXITED(r.status));
-	EXPECT_EQ(WEXITSTATUS(r.status), 0);
+	ASSERT_EXIT(r.status, 0);
 	rm_tree(r.dir);
 }
 
@@ -87,9 +82,7 @@ TEST(guest_reboot_ends_vm)
 	need_kvm();
 	boot(&r, "reboot", "1", "240", 300);
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-REBOOT"));
-	ASSERT_NE(r.status, -1);
-	ASSERT_TRUE(WIFEXITED(r.status));
-	EXPECT_EQ(WEXITSTATUS(r.status), 0);
+	ASSERT_EXIT(r.status, 0);
 	rm_tree(r.dir);
 }
 
@@ -101,8 +94,7 @@ TEST(virtio_rng_gives_entropy)
 	boot(&r, "rng", "1", "240", 300);
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-RNG virtio_rng"));
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-RNG-READ 64"));
-	ASSERT_NE(r.status, -1);
-	EXPECT_EQ(WEXITSTATUS(r.status), 0);
+	ASSERT_EXIT(r.status, 0);
 	rm_tree(r.dir);
 }
 
@@ -113,9 +105,7 @@ TEST(timeout_kills_vm)
 
 	need_kvm();
 	boot(&r, "hang", "1", "20", 120);
-	ASSERT_NE(r.status, -1);
-	ASSERT_TRUE(WIFEXITED(r.status));
-	EXPECT_EQ(WEXITSTATUS(r.status), 3);
+	ASSERT_EXIT(r.status, 3);
 	EXPECT_TRUE(file_has(r.err, "timeout after 20 s"));
 	EXPECT_GE(now_s() - t0, 19.0);
 	rm_tree(r.dir);
@@ -146,39 +136,39 @@ TEST(bad_options_refused)
 		const char *a[] = { "x", "--kernel", k, "--mem", "1", NULL };
 
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 2);
+		EXPECT_EXIT(st, 2);
 		EXPECT_TRUE(file_has(err, "--mem"));
 	}
 	{
 		const char *a[] = { "x", "--kernel", k, "--vcpus", "0", NULL };
 
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 2);
+		EXPECT_EXIT(st, 2);
 	}
 	{
 		const char *a[] = { "x", "--kernel", k, "--vcpus", "99", NULL };
 
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 2);
+		EXPECT_EXIT(st, 2);
 	}
 	{
 		const char *a[] = { "x", "--mem", "128", NULL };
 
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 2);
+		EXPECT_EXIT(st, 2);
 		EXPECT_TRUE(file_has(err, "--kernel"));
 	}
 	{
 		const char *a[] = { "x", "--kernel", k, "--restore", dir, NULL };
 
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 2);
+		EXPECT_EXIT(st, 2);
 	}
 	{
 		const char *a[] = { "x", "--kernel", junk, "--no-cgroup", NULL };
 
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 1);
+		EXPECT_EXIT(st, 1);
 		EXPECT_TRUE(file_has(err, "not a bzImage"));
 	}
 	{
@@ -186,7 +176,7 @@ TEST(bad_options_refused)
 				    NULL };
 
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 1);
+		EXPECT_EXIT(st, 1);
 		EXPECT_TRUE(file_has(err, "No such file"));
 	}
 	{
@@ -194,7 +184,7 @@ TEST(bad_options_refused)
 				    "--no-cgroup", NULL };
 
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 1);
+		EXPECT_EXIT(st, 1);
 		EXPECT_TRUE(file_has(err, "--rootfs"));
 	}
 	{
@@ -204,7 +194,7 @@ TEST(bad_options_refused)
 		/* An initrd bigger than RAM does not fit. */
 		ASSERT_EQ(truncate(junk, 80 << 20), 0);
 		st = run_args(a, err);
-		EXPECT_EQ(WEXITSTATUS(st), 1);
+		EXPECT_EXIT(st, 1);
 		EXPECT_TRUE(file_has(err, "does not fit"));
 	}
 	rm_tree(dir);

@@ -76,7 +76,7 @@ static int finish(struct vm_run *r, double wait_s)
 {
 	int st = vmm_wait(r->pid, wait_s);
 
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+	if (!ct_exited_with(st, 0)) {
 		dump_file("console", r->log);
 		dump_file("stderr", r->err);
 	}
@@ -100,8 +100,7 @@ TEST(blk_reads_known_image_read_only)
 	pclose(p);
 	want[32] = 0;
 	st = finish(&r, 300);
-	ASSERT_NE(st, -1);
-	EXPECT_EQ(WEXITSTATUS(st), 0);
+	ASSERT_EXIT(st, 0);
 	snprintf(line, sizeof(line), "CUBE-L2-BLK-SUM %s", want);
 	EXPECT_TRUE(file_has(r.log, line));
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-BLK-SIZE 6144"));
@@ -188,9 +187,7 @@ TEST(vsock_many_concurrent_streams)
 	ASSERT_EQ(control(r.ctl, "stop", reply, sizeof(reply)), 0);
 	EXPECT_STREQ(reply, "OK stopping");
 	st = finish(&r, 60);
-	ASSERT_NE(st, -1);
-	ASSERT_TRUE(WIFEXITED(st));
-	EXPECT_EQ(WEXITSTATUS(st), 0);
+	ASSERT_EXIT(st, 0);
 	/* The sockets go away with the VMM. */
 	EXPECT_NE(access(r.uds, F_OK), 0);
 	EXPECT_NE(access(r.ctl, F_OK), 0);
@@ -206,8 +203,7 @@ TEST(hostile_virtqueues_never_hang)
 	start(&r, "evil", true);
 	st = finish(&r, 300);
 	ASSERT_NE(st, -1);		/* killed after the wait: a hang */
-	ASSERT_TRUE(WIFEXITED(st));
-	EXPECT_EQ(WEXITSTATUS(st), 0);
+	ASSERT_EXIT(st, 0);
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-EVIL valid-first ok"));
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-EVIL loop ok"));
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-EVIL huge-len ok"));

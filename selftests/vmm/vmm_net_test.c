@@ -237,9 +237,9 @@ static void stop(struct vmm_run *r)
 	ASSERT_EQ(control(r->ctl, "stop", reply, sizeof(reply)), 0);
 	st = vmm_wait(r->pid, 60);
 	ASSERT_NE(st, -1);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
+	if (!ct_exited_with(st, 0))
 		dump_file("stderr", r->err);
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	EXPECT_EXIT(st, 0);
 }
 
 static int udp_socket(unsigned int port)
@@ -431,8 +431,7 @@ TEST(snapshot_restores_onto_a_new_tap)
 	/* The snapshot has a network device: a restore without one fails. */
 	restore(&r, snap, -1);
 	st = vmm_wait(r.pid, 60);
-	ASSERT_NE(st, -1);
-	EXPECT_EQ(WEXITSTATUS(st), 1);
+	EXPECT_EXIT(st, 1);
 	EXPECT_TRUE(file_has(r.err, "the snapshot has a network device: give --net-tap-fd"));
 
 	/*
@@ -488,8 +487,7 @@ TEST(no_tap_no_eth0)
 	restore(&r, snap, tap);
 	close(tap);
 	st = vmm_wait(r.pid, 60);
-	ASSERT_NE(st, -1);
-	EXPECT_EQ(WEXITSTATUS(st), 1);
+	EXPECT_EXIT(st, 1);
 	EXPECT_TRUE(file_has(r.err, "the snapshot has no network device: drop --net-tap-fd"));
 	rm_tree(r.dir);
 }
@@ -514,7 +512,7 @@ static int run_bad(struct vmm_run *r, const char *a1, const char *a2,
 	argv[n] = NULL;
 	r->pid = vmm_spawn(argv, r->err);
 	st = vmm_wait(r->pid, 30);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return ct_exit_code(st);
 }
 
 TEST(bad_tap_fds_are_refused)

@@ -83,8 +83,7 @@ static void make_snapshot(const char *dir)
 	close(fd);
 	ASSERT_EQ(control(ctl, "stop", reply, sizeof(reply)), 0);
 	st = vmm_wait(pid, 60);
-	ASSERT_NE(st, -1);
-	ASSERT_EQ(WEXITSTATUS(st), 0);
+	ASSERT_EXIT(st, 0);
 }
 
 static pid_t spawn_restore(const char *snap, const char *dir, int i,
@@ -144,8 +143,7 @@ static void stop_first_then_rest(const char *dir, const pid_t *pid,
 	snprintf(path, sizeof(path), "%s/control0", dir);
 	ASSERT_EQ(control(path, "stop", reply, sizeof(reply)), 0);
 	st = vmm_wait(pid[0], 60);
-	ASSERT_NE(st, -1);
-	EXPECT_EQ(WEXITSTATUS(st), 0);
+	EXPECT_EXIT(st, 0);
 	close(fd[0]);
 	for (i = 1; i < NR_CLONES; i++) {
 		EXPECT_EQ(echo_check(fd[i], 4096, seed + i), 0);
@@ -155,8 +153,7 @@ static void stop_first_then_rest(const char *dir, const pid_t *pid,
 		EXPECT_EQ(strncmp(reply, "OK running vcpus=2 mem=160", 26), 0);
 		kill(pid[i], SIGTERM);
 		st = vmm_wait(pid[i], 60);
-		ASSERT_NE(st, -1);
-		EXPECT_EQ(WEXITSTATUS(st), 0);
+		EXPECT_EXIT(st, 0);
 	}
 }
 
@@ -331,8 +328,7 @@ TEST(snapshot_then_three_cube_clones)
 	snprintf(path, sizeof(path), "%s/control0", dir);
 	ASSERT_EQ(control(path, "stop", reply, sizeof(reply)), 0);
 	st = vmm_wait(pid[0], 60);
-	ASSERT_NE(st, -1);
-	EXPECT_EQ(WEXITSTATUS(st), 0);
+	EXPECT_EXIT(st, 0);
 	del.id = recorded_id(snap);
 	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del), 0);
 	mem_stats(dev, &after);
@@ -371,14 +367,11 @@ static void expect_refused(const char *snap, const char *dir, const char *msg,
 
 	st = vmm_wait(spawn_restore(snap, dir, 9, extra), 60);
 	snprintf(err, sizeof(err), "%s/clone9.err", dir);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 1 ||
-	    !file_has(err, msg)) {
+	if (!ct_exited_with(st, 1) || !file_has(err, msg)) {
 		TH_LOG("expected '%s'", msg);
 		dump_file("stderr", err);
 	}
-	ASSERT_NE(st, -1);
-	ASSERT_TRUE(WIFEXITED(st));
-	EXPECT_EQ(WEXITSTATUS(st), 1);
+	ASSERT_EXIT(st, 1);
 	EXPECT_TRUE(file_has(err, msg));
 }
 
@@ -449,7 +442,7 @@ TEST(corrupt_snapshots_refused)
 		snprintf(uds, sizeof(uds), "%s/control5", dir);
 		EXPECT_EQ(control(uds, "stop", reply, sizeof(reply)), 0);
 		st = vmm_wait(pid, 60);
-		EXPECT_EQ(WEXITSTATUS(st), 0);
+		EXPECT_EXIT(st, 0);
 	}
 	/* Restores cache a module snapshot per snapshot folder: drop them. */
 	drop_recorded_snapshot(snap);
@@ -487,8 +480,7 @@ static void restore_and_echo(const char *snap, const char *dir, int seed)
 	snprintf(path, sizeof(path), "%s/control0", dir);
 	ASSERT_EQ(control(path, "stop", reply, sizeof(reply)), 0);
 	st = vmm_wait(pid, 60);
-	ASSERT_NE(st, -1);
-	EXPECT_EQ(WEXITSTATUS(st), 0);
+	EXPECT_EXIT(st, 0);
 }
 
 /*

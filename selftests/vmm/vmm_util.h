@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cube_test.h"
+#include "cube_wait.h"
 
 #define VMM_BIN		"./cube-vmm"
 #define L2_INITRD	"./l2.cpio.gz"
