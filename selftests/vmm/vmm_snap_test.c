@@ -358,10 +358,16 @@ static void flip_byte(const char *path, off_t off)
 	close(fd);
 }
 
-/* Restore must fail fast with status 1 and msg on stderr. */
+/*
+ * Restore must fail fast with status 1 and msg on stderr, and leave nothing
+ * behind: no record in @snap, and (@dev open) the module's snapshot and
+ * clone counts at @base, counted before anything is swept.
+ */
 static void expect_refused(const char *snap, const char *dir, const char *msg,
-			   const char *extra)
+			   const char *extra, int dev,
+			   const struct cube_mem_stats *base)
 {
+	struct cube_mem_stats now;
 	char err[192];
 	int st;
 
@@ -373,12 +379,19 @@ static void expect_refused(const char *snap, const char *dir, const char *msg,
 	}
 	ASSERT_EXIT(st, 1);
 	EXPECT_TRUE(file_has(err, msg));
+	EXPECT_EQ(recorded_id(snap), 0);
+	if (dev >= 0) {
+		mem_stats(dev, &now);
+		EXPECT_EQ(now.snapshots, base->snapshots);
+		EXPECT_EQ(now.shared_pages, base->shared_pages);
+		EXPECT_EQ(now.clones, base->clones);
+	}
 }
 
 TEST(corrupt_snapshots_refused)
 {
 	char dir[128], snap[160], bad[160], path[256];
-	struct cube_mem_stats before, after;
+	struct cube_mem_stats before, ref, after;
 	struct stat stt;
 	int dev;
 
@@ -388,6 +401,9 @@ TEST(corrupt_snapshots_refused)
 		mem_stats(dev, &before);
 	mk_scratch(dir, sizeof(dir), "corrupt");
 	make_snapshot(dir);
+	/* What every refused restore below must leave as it is. */
+	if (dev >= 0)
+		mem_stats(dev, &ref);
 	snprintf(snap, sizeof(snap), "%s/snap", dir);
 	snprintf(bad, sizeof(bad), "%s/bad", dir);
 
@@ -396,35 +412,36 @@ TEST(corrupt_snapshots_refused)
 	snprintf(path, sizeof(path), "%s/state", bad);
 	ASSERT_EQ(stat(path, &stt), 0);
 	flip_byte(path, stt.st_size / 2);
-	expect_refused(bad, dir, "checksum mismatch", NULL);
+	expect_refused(bad, dir, "checksum mismatch", NULL, dev, &ref);
 
 	/* The state file cut in half. */
 	copy_snap(snap, bad);
 	ASSERT_EQ(truncate(path, stt.st_size / 2), 0);
-	expect_refused(bad, dir, "truncated", NULL);
+	expect_refused(bad, dir, "truncated", NULL, dev, &ref);
 
 	/* Not a snapshot at all. */
 	copy_snap(snap, bad);
 	flip_byte(path, 0);
-	expect_refused(bad, dir, "bad magic", NULL);
+	expect_refused(bad, dir, "bad magic", NULL, dev, &ref);
 
 	/* The memory file cut short. */
 	copy_snap(snap, bad);
 	snprintf(path, sizeof(path), "%s/memory", bad);
 	ASSERT_EQ(truncate(path, 1 << 20), 0);
-	expect_refused(bad, dir, "memory file has", NULL);
+	expect_refused(bad, dir, "memory file has", NULL, dev, &ref);
 
 	/* A flipped byte in memory: caught when asked to verify. */
 	copy_snap(snap, bad);
 	flip_byte(path, 5 << 20);
-	expect_refused(bad, dir, "memory checksum mismatch", "--verify-memory");
+	expect_refused(bad, dir, "memory checksum mismatch", "--verify-memory",
+		       dev, &ref);
 
 	/* No snapshot there. */
 	snprintf(path, sizeof(path), "%s/nothing", dir);
-	expect_refused(path, dir, "cannot open", NULL);
+	expect_refused(path, dir, "cannot open", NULL, dev, &ref);
 	snprintf(path, sizeof(path), "%s/state", bad);
 	ASSERT_EQ(unlink(path), 0);
-	expect_refused(bad, dir, "cannot open state", NULL);
+	expect_refused(bad, dir, "cannot open state", NULL, dev, &ref);
 
 	/* The intact one still restores with verification. */
 	{
@@ -444,9 +461,18 @@ TEST(corrupt_snapshots_refused)
 		st = vmm_wait(pid, 60);
 		EXPECT_EXIT(st, 0);
 	}
-	/* Restores cache a module snapshot per snapshot folder: drop them. */
+	/*
+	 * The one restore that ran cached a module snapshot for its folder
+	 * (and only for it): count it, then drop it.
+	 */
+	EXPECT_EQ(recorded_id(bad), 0);
+	if (dev >= 0) {
+		mem_stats(dev, &after);
+		EXPECT_NE(recorded_id(snap), 0);
+		EXPECT_EQ(after.snapshots, ref.snapshots + 1);
+		EXPECT_EQ(after.clones, ref.clones);
+	}
 	drop_recorded_snapshot(snap);
-	drop_recorded_snapshot(bad);
 	if (dev >= 0) {
 		mem_stats(dev, &after);
 		EXPECT_EQ(after.snapshots, before.snapshots);
