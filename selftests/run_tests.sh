@@ -13,6 +13,14 @@
 # ("timeout=SECONDS").  Every program's KTAP is nested (indented
 # by four spaces) under one result line; the last line is the summary
 # "N passed, N failed[, N skipped]".  Exit status: 0 when nothing failed.
+#
+# A program must print exactly one KTAP plan ("1..N", first or last) and N
+# results numbered 1 to N in order; anything else (no plan, two plans, too
+# few or too many results, a result out of order) is one more failure, as
+# is an exit status other than 0 or 4 (kselftest's skip).  "1..0 # SKIP
+# reason" skips the whole program; its reason goes on its result line.
+# The groups bench and demo (benchmarks, the main job) may print no KTAP:
+# their exit status judges them.
 
 dir=.
 filter=
@@ -79,6 +87,38 @@ hung_report() {
 	done
 }
 
+# ktap_count FILE: of FILE's unindented KTAP, print "plans planned results
+# passed skipped failed order", order being 1 when a result's number is not
+# its rank.
+ktap_count() {
+	awk '
+	/^1\.\.[0-9]+/ { plans++; sub(/^1\.\./, ""); planned = $1 + 0 }
+	/^(not )?ok [0-9]+([ \t]|$)/ {
+		n++
+		num = ($1 == "not") ? $3 : $2
+		if (num + 0 != n)
+			order = 1
+		if ($1 == "not")
+			f++
+		else if ($0 ~ /#[ \t]*[Ss][Kk][Ii][Pp]/)
+			s++
+		else
+			p++
+	}
+	END { printf "%d %d %d %d %d %d %d\n", plans, planned, n, p, s, f, order }
+	' "$1"
+}
+
+# ktap_required GROUP: its programs are tests and print KTAP.  The
+# benchmarks (bench/) and the main job (demo/), which the harness also runs
+# on request, print figures and are judged by their exit status.
+ktap_required() {
+	case $1 in
+	bench|demo) return 1 ;;
+	esac
+	return 0
+}
+
 pass=0 fail=0 skip=0 i=0
 out=${TMPDIR:-/tmp}/cube-test.$$
 echo "KTAP version 1"
@@ -113,20 +153,40 @@ for gp in $progs; do
 	sleep 1.5
 	kill "$(cat "$out.follow")" 2>/dev/null
 	wait 2>/dev/null
-	p=$(grep -Ec '^ok [0-9]+ ' "$out")
-	s=$(grep -Ec '^ok [0-9]+ .*# SKIP' "$out")
-	f=$(grep -Ec '^not ok [0-9]+ ' "$out")
-	p=$((p - s))
-	if [ $((p + s + f)) -eq 0 ]; then
-		# no KTAP results: judge by the exit status
+	# The program's own (unindented) KTAP: its plans, its results.
+	read -r plans planned nres p s f order <<-EOF
+	$(ktap_count "$out")
+	EOF
+	why=
+	if [ "$plans" -eq 0 ] && [ "$nres" -eq 0 ] && ! ktap_required "$group"; then
+		# a benchmark or the demo: judged by its exit status
 		case $rc in
 		0) p=1 ;;
 		4) s=1 ;;
-		*) f=1 ;;
+		*) why="exited with status $rc" ;;
 		esac
-	elif [ "$rc" != 0 ] && [ "$rc" != 4 ] && [ "$f" -eq 0 ]; then
-		echo "# $group:$prog exited with status $rc"
-		f=1
+		planned=1
+	elif [ "$plans" -eq 0 ]; then
+		why="printed no KTAP plan (1..N)"
+	elif [ "$plans" -gt 1 ]; then
+		why="printed $plans KTAP plans"
+	elif [ "$nres" -ne "$planned" ]; then
+		why="planned $planned results (1..$planned) but printed $nres"
+	elif [ "$order" != 0 ]; then
+		why="numbered its results out of order"
+	fi
+	if [ -z "$why" ] && [ "$rc" != 0 ] && [ "$rc" != 4 ] && [ "$f" -eq 0 ]; then
+		why="exited with status $rc"
+	fi
+	reason=
+	if [ -n "$why" ]; then
+		echo "# $group:$prog $why"
+		f=$((f + 1))
+	elif [ "$planned" -eq 0 ]; then
+		# 1..0: the whole program skipped, and why
+		s=1
+		reason=$(sed -n 's/^1\.\.0[ \t]*#[ \t]*[Ss][Kk][Ii][Pp][ \t]*//p' "$out" | head -n 1)
+		[ -n "$reason" ] || reason="(no reason given)"
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	if [ "$rc" = 124 ] || [ "$rc" = 143 ]; then
@@ -134,6 +194,8 @@ for gp in $progs; do
 	fi
 	if [ "$f" -gt 0 ]; then
 		echo "not ok $i selftests: $group: $prog"
+	elif [ -n "$reason" ]; then
+		echo "ok $i selftests: $group: $prog # SKIP $reason"
 	elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
 		echo "ok $i selftests: $group: $prog # SKIP"
 	else
