@@ -7,7 +7,9 @@
 # the lines "bench: figure=NAME key=value ..." (indented or not).  MACHINE
 # says where they were measured ("kvm" or "emulated").  Writes into OUTDIR
 # (default build/bench/<date>-<commit>/ of this tree): results.json,
-# table.txt and the log itself; prints the table.
+# table.txt, the log itself and, with gnuplot, latency.png (the CDF of
+# create to first output, from the "bench: samples=" lines) and memory.png
+# (host memory per idle sandbox and in all, against N); prints the table.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 log=$1 machine=$2
@@ -31,6 +33,25 @@ emulated)
 esac
 
 sed -n 's/^[[:space:]]*bench: figure=//p' "$log" > "$out/figures.txt"
+sed -n 's/^[[:space:]]*bench: samples=//p' "$log" > "$out/samples.txt"
+
+# the slope of host memory against N idle sandboxes: what one more costs
+slope=$(awk '$1 == "memory_idle" {
+	n = h = 0
+	for (i = 2; i <= NF; i++) {
+		split($i, kv, "=")
+		if (kv[1] == "n") n = kv[2]
+		if (kv[1] == "host_kib") h = kv[2]
+	}
+	if (n > 0) { N[++k] = n; T[k] = n * h }
+} END {
+	if (k < 2) exit
+	lo = hi = 1
+	for (i = 2; i <= k; i++) { if (N[i] < N[lo]) lo = i; if (N[i] > N[hi]) hi = i }
+	if (N[hi] > N[lo])
+		printf "memory_slope from_n=%d to_n=%d host_kib_per_sandbox=%.0f\n", N[lo], N[hi], (T[hi] - T[lo]) / (N[hi] - N[lo])
+}' "$out/figures.txt")
+[ -n "$slope" ] && echo "$slope" >> "$out/figures.txt"
 
 # JSON: the machine, then one object per figure line; numbers stay numbers
 awk -v machine="$machine" -v what="$what" -v kernel="$kernel" \
@@ -71,4 +92,42 @@ END { printf "\n  ]\n}\n" }' "$out/figures.txt" > "$out/results.json"
 	echo
 	echo "results: $out/results.json"
 } > "$out/table.txt"
+
+# the plots, where gnuplot is installed (scripts/packages.txt has it)
+plots=
+if command -v gnuplot >/dev/null 2>&1; then
+	cmds= i=0
+	while read -r name pool conc ms; do
+		i=$((i + 1))
+		f=$out/cdf-$i.dat
+		echo "${ms#ms=}" | tr , '\n' | awk 'NF { v[++n] = $1 }
+			END { for (i = 1; i <= n; i++) print v[i], i / n }' > "$f"
+		t="${name#latency_} ${conc#concurrency=}x $( [ "${pool#pool=}" = 1 ] && echo "warm pool" || echo "no pool")"
+		cmds="$cmds${cmds:+, }'$f' using 1:2 with steps title '$t'"
+	done < "$out/samples.txt"
+	if [ -n "$cmds" ]; then
+		gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/latency.png';
+			set title 'create to first command output ($machine)'; set logscale x;
+			set xlabel 'ms'; set ylabel 'fraction of sandboxes'; set yrange [0:1]; set key bottom right;
+			set grid; plot $cmds" 2>"$out/gnuplot.err" && plots="$plots latency.png"
+	fi
+	awk '$1 == "memory_idle" {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		print v["n"], v["host_kib"] / 1024, v["n"] * v["host_kib"] / 1024, v["guest_private_kib"] / 1024, (v["vmm_anon_kib"] + v["vmm_pte_kib"]) / 1024
+	}' "$out/figures.txt" | sort -n > "$out/memory.dat"
+	if [ -s "$out/memory.dat" ]; then
+		gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/memory.png';
+			set title 'idle sandboxes: host memory ($machine)'; set xlabel 'idle sandboxes (N)';
+			set ylabel 'MiB per sandbox'; set y2label 'MiB in all'; set y2tics; set ytics nomirror;
+			set key top left; set grid;
+			plot '$out/memory.dat' using 1:2 with linespoints title 'host (MemAvailable) per sandbox',
+			     '' using 1:4 with linespoints title 'guest private per sandbox',
+			     '' using 1:5 with linespoints title 'VMM anon+page tables per sandbox',
+			     '' using 1:3 axes x1y2 with linespoints title 'host in all (right)'" \
+			2>>"$out/gnuplot.err" && plots="$plots memory.png"
+	fi
+	[ -s "$out/gnuplot.err" ] || rm -f "$out/gnuplot.err"
+fi
+[ -n "$plots" ] && echo "plots:$plots (in $out)" >> "$out/table.txt"
+[ -n "$plots" ] || echo "plots: none (gnuplot not installed or no samples)" >> "$out/table.txt"
 cat "$out/table.txt"

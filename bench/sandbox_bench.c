@@ -15,9 +15,18 @@
  * CUBE_IOC_MEM_STATS); then kills the batch.  Times under emulation say
  * nothing of real hardware; the counts do.
  *
+ *	sandbox_bench ... -P			(the same from a warm pool)
  *	sandbox_bench ... -m N [-m N]...	(memory per idle sandbox)
  *	sandbox_bench ... -D MIB [-x MAX]	(density in a memory budget)
  *	sandbox_bench ... -T SECONDS		(stop, cleanly, after that long)
+ *
+ * -P: the template has a warm pool (cubectl pool set, filled by cubed):
+ * before each batch the program waits until the pool holds as many ready
+ * sandboxes as the batch has workers, and the workers create without a
+ * label, so that each create takes one; sandboxes are then told apart by
+ * the ids the workers report (and by state: pooled ones are left alone).
+ * Every latency level also prints its samples ("bench: samples=..." lines,
+ * create to first output in ms) for a latency CDF.
  *
  * -m: N sandboxes of the template idle at once (each after one command):
  * host memory used (MemAvailable), with -g the cgroup's memory.current
@@ -52,6 +61,7 @@
 #include <unistd.h>
 
 #include "cube_runtime.h"
+#include "nl_client.h"
 
 #define MAX_LEVELS	8
 #define MAX_WORKERS	256
@@ -124,6 +134,7 @@ static int run(char *const argv[], char *out, size_t outlen)
 }
 
 static char label[64];		/* cube-bench=PID on every sandbox made */
+static bool use_pool;		/* -P: creates take from the template's pool */
 
 /* One worker: create, then the first command; results through a pipe. */
 static void worker(const char *tmpl, int fd)
@@ -136,7 +147,10 @@ static void worker(const char *tmpl, int fd)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
-	if (run(create, id, sizeof(id)) == 0 && *id) {
+	if (use_pool)
+		create[4] = NULL;	/* a labelled create never takes */
+	if (run(create, id, sizeof(id)) == 0 &&
+	    (id[strcspn(id, "\r\n")] = 0, *id)) {
 		char *exec[] = { (char *)cubectl, "exec", id, "--", "true", NULL };
 
 		s.create_ms = now_ms() - t0;
@@ -191,6 +205,19 @@ static int batch(const char *tmpl, struct sample *out, int n)
  * Kill every sandbox this run made (its label), also those whose id no
  * worker lived to report, and wait until the module lists none.
  */
+static const char *bench_tmpl = "bench";
+
+/* In pool mode: a sandbox of the template that is no longer pooled */
+static bool taken_from_pool(char *line)
+{
+	char id[32], state[32], tmpl[64];
+
+	if (sscanf(line, "%31s %31s %63s", id, state, tmpl) != 3)
+		return false;
+	return strtoull(id, NULL, 10) && strcmp(state, "pooled") &&
+	       !strcmp(tmpl, bench_tmpl);
+}
+
 static void kill_ours(void)
 {
 	char *ls[] = { (char *)cubectl, "ls", NULL };
@@ -209,9 +236,15 @@ static void kill_ours(void)
 
 			line[strcspn(line, "\r")] = 0;
 
-			sp = strstr(line, label);
-			if (!sp || (sp[strlen(label)] && sp[strlen(label)] != ','))
-				continue;
+			if (use_pool) {
+				if (!taken_from_pool(line))
+					continue;
+			} else {
+				sp = strstr(line, label);
+				if (!sp || (sp[strlen(label)] &&
+					    sp[strlen(label)] != ','))
+					continue;
+			}
 			found++;
 			sp = strchr(line, ' ');
 			if (sp)
@@ -429,6 +462,44 @@ static void cgroup_leave(void)
 }
 
 /* the VM exits of every live VM (debugfs), -1 without it */
+/*
+ * KVM's counters, summed over every VM of the host (only ours run while
+ * this measures): all exits, then those of each reason KVM counts apart,
+ * then two events that are not exits (a halted vCPU woken; an interrupt
+ * injected).  What "exits" holds beyond the reasons is the rest (MSR
+ * writes such as the guest's timer deadline, CPUID, ...).
+ */
+static const char *const kvm_stat_names[] = {
+	"exits", "halt_exits", "irq_exits", "io_exits", "mmio_exits",
+	"irq_window_exits", "signal_exits", "request_irq_exits",
+	"insn_emulation", "hypercalls", "halt_wakeup", "irq_injections",
+};
+#define KVM_STATS	(sizeof(kvm_stat_names) / sizeof(kvm_stat_names[0]))
+
+static long long kvm_stat(const char *name)
+{
+	char path[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static void kvm_stats(long long *v)
+{
+	size_t i;
+
+	for (i = 0; i < KVM_STATS; i++)
+		v[i] = kvm_stat(kvm_stat_names[i]);
+}
+
 static long long kvm_exits(void)
 {
 	long long v = -1;
@@ -539,19 +610,69 @@ static void report_idle(struct sample *s, int n, int conc)
 	       (uint64_t)(ms.clones ? ms.private_pages / ms.clones : 0));
 }
 
+#define POOL_WAIT_S	900
+
+/*
+ * Pool mode: wait until the pool of @tmpl holds @n ready sandboxes.
+ * 0, or -ETIMEDOUT (or the netlink error) when it does not in POOL_WAIT_S.
+ */
+static int wait_pool(const char *tmpl, int n)
+{
+	struct cube_nl_pool p = { 0 };
+	struct cube_nl *nl;
+	int ret, i;
+
+	ret = cube_nl_open(&nl);
+	if (ret)
+		return ret;
+	for (i = 0; i < POOL_WAIT_S * 10 && !stopping; i++) {
+		ret = cube_nl_pool_get(nl, tmpl, &p);
+		if (ret || p.size >= (uint32_t)n)
+			break;
+		usleep(100 * 1000);
+	}
+	cube_nl_close(nl);
+	if (ret)
+		return ret;
+	return p.size >= (uint32_t)n ? 0 : -ETIMEDOUT;
+}
+
+/* the sorted samples of one level, for a CDF: "bench: samples=NAME ..." */
+static void print_samples(const char *name, int conc, const double *v, int n)
+{
+	int i;
+
+	printf("bench: samples=%s pool=%d concurrency=%d ms=", name, use_pool,
+	       conc);
+	for (i = 0; i < n; i++)
+		printf("%s%.1f", i ? "," : "", v[i]);
+	printf("\n");
+}
+
 static int level(const char *tmpl, int conc, int samples)
 {
 	int rounds = (samples + conc - 1) / conc;
 	struct sample *all = calloc((size_t)conc * rounds, sizeof(*all));
 	double *c = calloc((size_t)conc * rounds, sizeof(double));
 	double *e = calloc((size_t)conc * rounds, sizeof(double));
-	int r, i, n = 0, failed = 0;
+	double *t = calloc((size_t)conc * rounds, sizeof(double));
+	int r, i, n = 0, failed = 0, ret;
 
-	if (!all || !c || !e)
-		return -ENOMEM;
+	if (!all || !c || !e || !t) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (r = 0; r < rounds && !stopping; r++) {
 		struct sample *b = all + (size_t)r * conc;
-		int got = batch(tmpl, b, conc);
+		int got;
+
+		if (use_pool && (ret = wait_pool(tmpl, conc))) {
+			printf("# pool %s did not hold %d ready sandboxes: %s\n",
+			       tmpl, conc, strerror(-ret));
+			failed += (rounds - r) * conc;
+			break;
+		}
+		got = batch(tmpl, b, conc);
 
 		failed += conc - got;
 		if (r == rounds - 1 && !stopping)
@@ -562,22 +683,29 @@ static int level(const char *tmpl, int conc, int samples)
 				continue;
 			}
 			c[n] = b[i].create_ms;
+			t[n] = b[i].create_ms + b[i].exec_ms;
 			e[n++] = b[i].exec_ms;
 		}
 		kill_ours();
 	}
 	qsort(c, n, sizeof(*c), cmp_double);
 	qsort(e, n, sizeof(*e), cmp_double);
-	printf("concurrency %3d: %4d runs (%d failed)  create p50 %8.1f ms p95 %8.1f ms   exec true p50 %8.1f ms p95 %8.1f ms\n",
-	       conc, n, failed, pct(c, n, 50), pct(c, n, 95), pct(e, n, 50),
-	       pct(e, n, 95));
-	printf("bench: figure=latency_cubectl concurrency=%d runs=%d failed=%d create_p50_ms=%.1f create_p95_ms=%.1f create_p99_ms=%.1f exec_p50_ms=%.1f exec_p95_ms=%.1f\n",
-	       conc, n, failed, pct(c, n, 50), pct(c, n, 95), pct(c, n, 99),
-	       pct(e, n, 50), pct(e, n, 95));
+	qsort(t, n, sizeof(*t), cmp_double);
+	printf("concurrency %3d%s: %4d runs (%d failed)  create p50 %8.1f ms p95 %8.1f ms   to first output p50 %8.1f ms p95 %8.1f ms p99 %8.1f ms\n",
+	       conc, use_pool ? " (warm pool)" : "", n, failed, pct(c, n, 50),
+	       pct(c, n, 95), pct(t, n, 50), pct(t, n, 95), pct(t, n, 99));
+	printf("bench: figure=latency_cubectl pool=%d concurrency=%d runs=%d failed=%d create_p50_ms=%.1f create_p95_ms=%.1f create_p99_ms=%.1f exec_p50_ms=%.1f exec_p95_ms=%.1f first_output_p50_ms=%.1f first_output_p95_ms=%.1f first_output_p99_ms=%.1f\n",
+	       use_pool, conc, n, failed, pct(c, n, 50), pct(c, n, 95),
+	       pct(c, n, 99), pct(e, n, 50), pct(e, n, 95), pct(t, n, 50),
+	       pct(t, n, 95), pct(t, n, 99));
+	print_samples("latency_cubectl", conc, t, n);
+	ret = failed ? 1 : 0;
+out:
 	free(all);
 	free(c);
 	free(e);
-	return failed ? 1 : 0;
+	free(t);
+	return ret;
 }
 
 #define IDLE_WINDOW_S	10
@@ -589,19 +717,22 @@ static int level(const char *tmpl, int conc, int samples)
 static void idle_cost(struct sample *s, int n)
 {
 	pid_t pid[MAX_LIVE];
-	long long t0 = 0, t1 = 0, e0, e1;
+	long long t0 = 0, t1 = 0, e0, e1, s0[KVM_STATS], s1[KVM_STATS];
 	int i, k = 0;
+	size_t j;
 
 	for (i = 0; i < n && k < MAX_LIVE; i++)
 		if (s[i].ok && (pid[k] = vmm_pid(s[i].id)) > 0)
 			k++;
 	if (!k)
 		return;
+	kvm_stats(s0);
 	e0 = kvm_exits();
 	for (i = 0; i < k; i++)
 		t0 += cpu_ticks(pid[i]);
 	sleep(IDLE_WINDOW_S);
 	e1 = kvm_exits();
+	kvm_stats(s1);
 	for (i = 0; i < k; i++)
 		t1 += cpu_ticks(pid[i]);
 	printf("# %3d idle sandboxes over %d s: %.1f VM exits a second each, VMM CPU %.1f ms a minute each\n",
@@ -612,6 +743,13 @@ static void idle_cost(struct sample *s, int n)
 	       k, IDLE_WINDOW_S,
 	       e0 < 0 || e1 < 0 ? -1.0 : (double)(e1 - e0) / IDLE_WINDOW_S / k,
 	       (double)(t1 - t0) * 1000.0 / sysconf(_SC_CLK_TCK) * 60 / IDLE_WINDOW_S / k);
+	/* the same exits by reason, a second per sandbox */
+	printf("bench: figure=idle_exits n=%d window_s=%d", k, IDLE_WINDOW_S);
+	for (j = 0; j < KVM_STATS; j++)
+		printf(" %s=%.2f", kvm_stat_names[j],
+		       s0[j] < 0 || s1[j] < 0 ? -1.0 :
+		       (double)(s1[j] - s0[j]) / IDLE_WINDOW_S / k);
+	printf("\n");
 }
 
 /*
@@ -716,10 +854,13 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	char found[PATH_MAX];
 
-	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:T:g")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:T:gP")) != -1) {
 		switch (opt) {
 		case 't':
 			tmpl = optarg;
+			break;
+		case 'P':
+			use_pool = true;
 			break;
 		case 'n':
 			samples = atoi(optarg);
@@ -758,7 +899,7 @@ int main(int argc, char **argv)
 			cubectl = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX]] [-T SECONDS] [-g] [-C CUBECTL]\n");
+			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX]] [-T SECONDS] [-g] [-P] [-C CUBECTL]\n");
 			return 2;
 		}
 	}
@@ -778,6 +919,11 @@ int main(int argc, char **argv)
 		}
 		cubectl = found;
 	}
+	if (use_pool && (nm || budget)) {
+		fprintf(stderr, "sandbox_bench: -P measures latency only (no -m, -D)\n");
+		return 2;
+	}
+	bench_tmpl = tmpl;
 	snprintf(label, sizeof(label), "cube-bench=%d", (int)getpid());
 	/* no SA_RESTART: a signal ends the wait for the workers at once */
 	sigaction(SIGTERM, &sa, NULL);

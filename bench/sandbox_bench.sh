@@ -9,7 +9,8 @@
 #
 #   * latency: create to ready and the first command, at each concurrency
 #     of $BENCH_CONCURRENCY (default "1 50"), $BENCH_SAMPLES runs each
-#     (default 50);
+#     (default 50), without a pool, then (BENCH_POOL=1, the default) from
+#     a warm pool as large as the largest concurrency, kept full by cubed;
 #   * memory: $BENCH_MEM_N (default "1 10 30") idle sandboxes at once, per
 #     sandbox: host memory, cgroup, guest private pages, VMM overhead;
 #   * density: idle sandboxes made until they use $BENCH_DENSITY_MIB
@@ -51,6 +52,7 @@ deadline=${BENCH_DEADLINE:-900}
 
 child=
 beat=
+cubed=
 # BENCH_HEARTBEAT=S: a line with L1's uptime every S seconds, to tell a
 # machine whose time stopped from a benchmark that waits
 if [ "${BENCH_HEARTBEAT:-0}" -gt 0 ]; then
@@ -76,6 +78,12 @@ cleanup() {
 	if [ -n "$child" ]; then
 		kill "$child" 2>/dev/null
 		wait "$child" 2>/dev/null
+	fi
+	# the pool first, so that cubed does not refill what is killed below
+	$C pool set $T --size 0 >/dev/null 2>&1
+	if [ -n "$cubed" ]; then
+		kill "$cubed" 2>/dev/null
+		wait "$cubed" 2>/dev/null
 	fi
 	# anything of the template left (sandbox_bench kills its own; this
 	# catches a sandbox_bench that was killed outright)
@@ -133,6 +141,29 @@ done
 rc=0
 [ "${BENCH_CGROUP:-1}" = 1 ] && args="$args -g"
 run "$here/sandbox_bench" -t $T -C "$C" -n "${BENCH_SAMPLES:-50}" -T "$(left)" $args || rc=1
+
+# latency from a warm pool: cubed keeps it at the largest concurrency
+if [ "${BENCH_POOL:-1}" = 1 ]; then
+	size=0 pargs=
+	for c in ${BENCH_CONCURRENCY:-1 50}; do
+		[ "$c" -gt "$size" ] && size=$c
+		pargs="$pargs -c $c"
+	done
+	"$dir/cubed" --no-api > "$work/cubed.log" 2>&1 &
+	cubed=$!
+	if $C pool set $T --size "$size" >/dev/null; then
+		run "$here/sandbox_bench" -t $T -C "$C" -P -n "${BENCH_SAMPLES:-50}" \
+			-T "$(left)" $pargs || rc=1
+	else
+		echo "# sandbox_bench: cannot set a pool of $size for $T"
+		rc=1
+	fi
+	$C pool set $T --size 0 >/dev/null 2>&1
+	kill "$cubed" 2>/dev/null
+	wait "$cubed" 2>/dev/null
+	cubed=
+	sed 's/^/# cubed: /' "$work/cubed.log" | tail -n 5
+fi
 
 # density: onto /dev/cube clones, then the MAP_PRIVATE file path
 budget=${BENCH_DENSITY_MIB:-512}

@@ -5,7 +5,8 @@
 // $BENCH_CONCURRENCY (default "1 50"), $BENCH_SAMPLES rounds each (default
 // 10).  A round starts that many sandboxes at once, each timed from
 // create() to the end of its first command, then kills them and waits
-// $BENCH_REFILL_MS (default 20000) for the warm pool to fill again.  Run by
+// $BENCH_REFILL_MS (default 20000) for the warm pool to fill again (when
+// $BENCH_POOLED=1 says there is one).  Run by
 // bench/sdk_bench.sh through selftests/e2b/run_sdk_test.sh; prints "#"
 // lines and one "bench: ..." line per figure.  A measurement, not a test.
 import { Sandbox } from 'e2b';
@@ -14,6 +15,8 @@ const template = process.env.CUBE_TEMPLATE || 'base';
 const concs = (process.env.BENCH_CONCURRENCY || '1 50').split(/\s+/).filter(Boolean).map(Number);
 const samples = Number(process.env.BENCH_SAMPLES || 10);
 const refill = Number(process.env.BENCH_REFILL_MS || 20000);
+// 1 when cubed serves the template from a warm pool (sdk_bench.sh says)
+const pooled = Number(process.env.BENCH_POOLED || 0);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function pct(sorted, p) {
@@ -49,17 +52,20 @@ for (const c of concs) {
     }
     await Promise.allSettled(res.filter((r) => r.status === 'fulfilled')
       .map((r) => r.value.sbx.kill()));
-    if (round + 1 < samples) await sleep(refill);
+    if (pooled && round + 1 < samples) await sleep(refill);
   }
   create.sort((a, b) => a - b);
   total.sort((a, b) => a - b);
   const f = (x) => x.toFixed(1);
   console.log(`# concurrency ${c}: ${total.length} sandboxes, ${errors} errors; ` +
     `create p50 ${f(pct(create, 50))} ms p95 ${f(pct(create, 95))} ms; ` +
-    `create to first run p50 ${f(pct(total, 50))} ms p95 ${f(pct(total, 95))} ms`);
-  console.log(`bench: sdk_create_to_first_run concurrency=${c} n=${total.length} ` +
-    `errors=${errors} create_p50_ms=${f(pct(create, 50))} create_p95_ms=${f(pct(create, 95))} ` +
-    `p50_ms=${f(pct(total, 50))} p95_ms=${f(pct(total, 95))}`);
+    `create to first run p50 ${f(pct(total, 50))} ms p95 ${f(pct(total, 95))} ms ` +
+    `p99 ${f(pct(total, 99))} ms (${pooled ? 'warm pool' : 'no pool'})`);
+  console.log(`bench: figure=latency_sdk pool=${pooled} concurrency=${c} runs=${total.length} ` +
+    `failed=${errors} create_p50_ms=${f(pct(create, 50))} create_p95_ms=${f(pct(create, 95))} ` +
+    `create_p99_ms=${f(pct(create, 99))} first_output_p50_ms=${f(pct(total, 50))} ` +
+    `first_output_p95_ms=${f(pct(total, 95))} first_output_p99_ms=${f(pct(total, 99))}`);
+  console.log(`bench: samples=latency_sdk pool=${pooled} concurrency=${c} ms=${total.map(f).join(',')}`);
   if (errors) failed = 1;
 }
 process.exit(failed);

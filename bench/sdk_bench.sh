@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # sdk_bench.sh: the E2B SDK's Sandbox.create() to the first commands.run()
-# result, from a warm pool, at concurrency 1 and 50 (BENCH_CONCURRENCY),
-# p50 and p95.  In the VM harness (this machine has no usable KVM): boots
+# result, from a warm pool and without one, at concurrency 1 and 50
+# (BENCH_CONCURRENCY), p50, p95 and p99.  In the VM harness (this machine has no usable KVM): boots
 # L1 with cubed serving a pool of BENCH_POOL sandboxes (default: the
 # largest concurrency) and runs bench/sdk_bench.mjs here against it, as
 # selftests/e2b/run_sdk_test.sh does for the SDK test.  Under TCG the
@@ -20,10 +20,22 @@ for c in $conc; do
 	[ "$c" -gt "$max" ] && max=$c
 done
 export BENCH_CONCURRENCY="$conc"
-export L1_APPEND="cube.pool=${BENCH_POOL:-$max}"
 export SDK_SCRIPTS="$here/sdk_bench.mjs"
 # A pool of N sandboxes wants memory: about 100 MiB of L1 each.
 export MEM=${MEM:-$((2048 + max * 100))}
-export VMTEST_DIR=${VMTEST_DIR:-build/vmtest-sdk-bench}
 export TIMEOUT=${TIMEOUT:-5400}
-exec "$here/../selftests/e2b/run_sdk_test.sh"
+dir=${VMTEST_DIR:-build/vmtest-sdk-bench}
+# One L1 boot a mode: with a warm pool of BENCH_POOL sandboxes (default:
+# the largest concurrency), then without one (BENCH_POOLS="1 0").
+st=0
+for pooled in ${BENCH_POOLS:-1 0}; do
+	if [ "$pooled" = 1 ]; then
+		export L1_APPEND="cube.pool=${BENCH_POOL:-$max}"
+	else
+		export L1_APPEND=
+	fi
+	echo "# sdk_bench: $([ "$pooled" = 1 ] && echo "warm pool of ${BENCH_POOL:-$max}" || echo "no pool")"
+	BENCH_POOLED=$pooled VMTEST_DIR=$dir-$pooled \
+		"$here/../selftests/e2b/run_sdk_test.sh" || st=1
+done
+exit $st
