@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # mktests.sh OUT INIT CUBE_KO TESTDIR: the L1 initramfs top layer: /init,
-# cube.ko, and the installed selftests with the shared libraries their
-# programs need.  Loaded after the base layer, so its files win.
+# cube.ko, /init's kernel log check, and the installed selftests with the
+# shared libraries their programs need.  Loaded after the base layer, so
+# its files win.
 set -eu
 out=$1 init=$2 ko=$3 tests=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,6 +16,7 @@ trap 'rm -rf "$ROOT"' EXIT
 stage_file "$init" /init
 chmod 755 "$ROOT/init"
 stage_file "$ko" /lib/cube/cube.ko
+stage_file "$here/logcheck.sh" /lib/cube/logcheck.sh
 mkdir -p "$ROOT/selftests"
 cp -a "$tests"/. "$ROOT/selftests/"
 find "$ROOT/selftests" -type f -perm -u+x | while read -r f; do

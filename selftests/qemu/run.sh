@@ -4,7 +4,8 @@
 # run.sh MODE DIR INITRD: boot the L1 test machine under QEMU and report.
 #   MODE   test or shell
 #   DIR    working folder (console.log and results.log are written here)
-# Environment: VM_KVER, T (filter), FWD ("HOSTPORT:GUESTPORT,..." forwarded
+# Environment: VM_KVER, VM_KERNEL (L1's image, default
+# /boot/vmlinuz-$VM_KVER), T (filter), FWD ("HOSTPORT:GUESTPORT,..." forwarded
 # from 127.0.0.1 into L1), TIMEOUT (seconds, default 1800), MEM (MiB,
 # default 2048), SMP (default 1; see below), V=1 (show the console as it
 # runs), L1_APPEND (more words for L1's kernel command line), STALL
@@ -28,7 +29,7 @@
 # lock); one vCPU never did.
 set -u
 mode=$1 dir=$2 initrd=$3
-kernel=/boot/vmlinuz-$VM_KVER
+kernel=${VM_KERNEL:-/boot/vmlinuz-$VM_KVER}
 [ -r "$kernel" ] || { echo "vmtest: no $kernel (install linux-image-cloud-amd64)" >&2; exit 2; }
 
 timeout=${TIMEOUT:-1800}
@@ -37,6 +38,9 @@ timeout=${TIMEOUT:-1800}
 append="console=ttyS0 panic=-1 oops=panic loglevel=4 quiet watchdog_thresh=60"
 # An NMI from the host (a stalled run) panics L1 with all CPUs' backtraces.
 append="$append unknown_nmi_panic panic_print=0x40 cube.mode=$mode"
+# The kernel log is checked from the start of the run to its end: a ring
+# buffer large enough to hold all of it (a smaller one fails the check).
+append="$append log_buf_len=16M"
 [ -n "${T:-}" ] && append="$append cube.filter=$T"
 # Settings for one test or benchmark (e.g. cube.pool=4), read by it from
 # /proc/cmdline.
