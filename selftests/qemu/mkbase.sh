@@ -5,6 +5,8 @@
 # named kernel modules of KVER with their dependencies (and modules.dep, so
 # busybox modprobe works), iproute2's ip and the shared libraries they need,
 # and KVER's kernel image as /boot/vmlinuz, for L2 guests.
+# Environment: VM_MODROOT, the root the modules are under (default /);
+# L2_KERNEL, the image for L2 guests (default /boot/vmlinuz-KVER).
 set -eu
 out=$1 kver=$2
 shift 2
@@ -28,7 +30,7 @@ echo "root:x:0:0:root:/root:/bin/sh" > "$ROOT/etc/passwd"
 echo "nobody:x:65534:65534:nobody:/:/bin/false" >> "$ROOT/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$ROOT/etc/group"
 
-moddir=/lib/modules/$kver
+moddir=${VM_MODROOT:-}/lib/modules/$kver
 dep=$moddir/modules.dep
 [ -r "$dep" ] || { echo "mkbase: no $dep (install linux-image-cloud-amd64)" >&2; exit 1; }
 : > "$ROOT/modules.want"
@@ -45,11 +47,11 @@ for m in "$@"; do
 	grep -E "^$path:" "$dep" | cut -d: -f2 | tr ' ' '\n' >> "$ROOT/modules.want"
 done
 for path in $(grep . "$ROOT/modules.want" | sort -u); do
-	stage_file "$moddir/$path" "$moddir/$path"
+	stage_file "$moddir/$path" "/lib/modules/$kver/$path"
 done
 rm "$ROOT/modules.want"
 for f in modules.dep modules.builtin modules.alias modules.softdep; do
-	stage_file "$moddir/$f" "$moddir/$f"
+	stage_file "$moddir/$f" "/lib/modules/$kver/$f"
 done
-stage_file "/boot/vmlinuz-$kver" /boot/vmlinuz
+stage_file "${L2_KERNEL:-/boot/vmlinuz-$kver}" /boot/vmlinuz
 pack_cpio "$out"
