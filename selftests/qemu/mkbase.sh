@@ -3,8 +3,9 @@
 #
 # mkbase.sh OUT KVER MODULES...: the L1 initramfs base layer: busybox, the
 # named kernel modules of KVER with their dependencies (and modules.dep, so
-# busybox modprobe works), iproute2's ip and the shared libraries they need,
-# and KVER's kernel image as /boot/vmlinuz, for L2 guests.
+# busybox modprobe works), iproute2's ip, util-linux's script and the shared
+# libraries they need, and KVER's kernel image as /boot/vmlinuz, for L2
+# guests.
 # Environment: VM_MODROOT, the root the modules are under (default /);
 # L2_KERNEL, the image for L2 guests (default /boot/vmlinuz-KVER).
 set -eu
@@ -26,6 +27,9 @@ done
 for b in /usr/sbin/ip /usr/bin/strace; do
 	[ -x "$b" ] && stage_bin "$b"
 done
+# script(1) (util-linux, in Debian's essential bsdutils): gives the pty
+# tests (cubectl/exec_tty_test.sh) a terminal; busybox has none.
+stage_bin /usr/bin/script
 echo "root:x:0:0:root:/root:/bin/sh" > "$ROOT/etc/passwd"
 echo "nobody:x:65534:65534:nobody:/:/bin/false" >> "$ROOT/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$ROOT/etc/group"
