@@ -5,6 +5,9 @@
 #   cube.mode=test|shell   run the selftests, or give a shell on the console
 #   cube.filter=NAME       only these tests (see selftests/run_tests.sh)
 #   cube.net=1             bring up eth0 (QEMU user net, for forwarded ports)
+#   cube.prog_timeout=S    bound each program by S seconds (run_tests.sh -T)
+#   cube.test_timeout=S    bound each C test case by S seconds (a slow L1:
+#                          make check-debug)
 # Results go to /dev/ttyS1 (the host's results file), the console to ttyS0.
 
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -25,12 +28,14 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 hostname l1
 
-mode=test filter= net=0
+mode=test filter= net=0 ptimeout=
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	cube.mode=*) mode=${arg#cube.mode=} ;;
 	cube.filter=*) filter=${arg#cube.filter=} ;;
 	cube.net=*) net=${arg#cube.net=} ;;
+	cube.prog_timeout=*) ptimeout="-T ${arg#cube.prog_timeout=}" ;;
+	cube.test_timeout=*) export CUBE_TEST_TIMEOUT=${arg#cube.test_timeout=} ;;
 	esac
 done
 
@@ -43,6 +48,12 @@ post() { say "not ok - post: $*"; post_fail=$((post_fail + 1)); }
 
 # The kernel log is checked from here on (boot-time notices are not ours).
 echo "cube-vmtest: start" > /dev/kmsg
+# A kernel with kmemleak (make check-debug): what boot left unreferenced is
+# not ours either; what the run leaves is looked for at the end.
+kmemleak=/sys/kernel/debug/kmemleak
+if [ -e $kmemleak ]; then
+	echo clear > $kmemleak || post "kmemleak is off (its log may say why)"
+fi
 # Modules the kernel asks for (veth, tun, nf_tables, ...) come from busybox.
 echo /bin/modprobe > /proc/sys/kernel/modprobe
 # /dev/net/tun appears when tun loads (no udev here to make static nodes).
@@ -99,9 +110,9 @@ fi
 
 cd /selftests
 if [ -n "$filter" ]; then
-	./run_tests.sh -d /selftests -t "$filter" > $res 2>&1
+	./run_tests.sh -d /selftests $ptimeout -t "$filter" > $res 2>&1
 else
-	./run_tests.sh -d /selftests > $res 2>&1
+	./run_tests.sh -d /selftests $ptimeout > $res 2>&1
 fi
 rc=$?
 
@@ -117,6 +128,22 @@ if grep -q '^cube ' /proc/modules; then
 	[ -e /sys/module/cube ] && post "/sys/module/cube still exists after rmmod"
 else
 	post "cube.ko is not loaded after the tests: a test unloaded it and did not load it back, so its unload was not checked here"
+fi
+# kmemleak: an object the run allocated and nothing references any more
+# is a leak.  Two scans a few seconds apart, as an object is reported only
+# once it has been unreferenced for a while (min age 5 s).
+if [ -e $kmemleak ]; then
+	sleep 6
+	if echo scan > $kmemleak && sleep 6 && echo scan > $kmemleak; then
+		cat $kmemleak > /tmp/kmemleak.txt
+		n=$(grep -c '^unreferenced object' /tmp/kmemleak.txt)
+		if [ "$n" -gt 0 ]; then
+			post "kmemleak: $n suspected memory leaks:"
+			head -n 150 /tmp/kmemleak.txt | sed 's/^/# kmemleak: /' > $res
+		fi
+	else
+		post "kmemleak is off, the run's leaks were not looked for (its log may say why)"
+	fi
 fi
 dmesg > /tmp/dmesg.txt
 sh /lib/cube/logcheck.sh < /tmp/dmesg.txt > /tmp/logcheck.txt

@@ -33,9 +33,13 @@ awk -v who="$expected_oom" '
 	!skip' "$log" > "$log.f"
 mv "$log.f" "$log"
 
-bad='cube: leak:|WARNING: CPU:|BUG:|Oops|KASAN|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption|UBSAN:|possible circular locking|blocked for more than'
+# WARNING: is a WARN() (WARNING: CPU:) or a lockdep report (WARNING:
+# possible circular locking dependency detected, inconsistent lock state,
+# suspicious RCU usage, ...); BUG: covers KASAN (BUG: KASAN:) and
+# DEBUG_ATOMIC_SLEEP (BUG: sleeping function called from invalid context).
+bad='cube: leak:|WARNING:|BUG:|Oops|KASAN|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption|UBSAN:|possible circular locking|blocked for more than'
 grep -E "$bad" "$log" > "$log.bad" || exit 0
 sed 's/^/# dmesg: /' "$log.bad" | head -n 40
-grep -E -B 2 -A 30 'WARNING: CPU:|BUG:|Oops|general protection fault' "$log" |
+grep -E -B 2 -A 30 'WARNING:|BUG:|UBSAN:|Oops|general protection fault' "$log" |
 	head -n 120 | sed 's/^/# dmesg: /'
 exit 1
