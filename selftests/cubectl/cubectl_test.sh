@@ -4,8 +4,11 @@
 # cubectl_test.sh: cubectl and cubed against real sandboxes.  Builds a
 # template from the guest images, creates sandboxes from it (directly and
 # from a pool cubed keeps filled), runs commands, copies files, watches
-# events, checks every error's exit code, and leaves no sandbox, pool,
-# template or file behind.  Needs cube.ko, /dev/kvm, the guest rootfs disk.
+# events, checks every command's bad flags (a clear error, its exit code,
+# nothing changed), and that it leaves no sandbox, process, veth, pool,
+# template or file behind: counted before anything is swept.  Its plan is
+# printed first; results an early failure never reaches are reported failed.
+# Needs cube.ko, /dev/kvm, the guest rootfs disk.
 cd "$(dirname "$0")" || exit 1
 . ./ktap.sh
 
@@ -41,6 +44,188 @@ gone() {
 	! $C inspect "$1" >/dev/null 2>&1
 }
 
+# cube-vmm and cube-shim processes running
+vmm_procs() {
+	cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^cube-\(vmm\|shim\)$'
+}
+
+# host ends of sandbox veths (cubeN)
+veths() {
+	ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^cube[0-9]+(@|$)/' | wc -l
+}
+
+no_veth() {
+	[ "$(veths)" = 0 ]
+}
+
+# what a refused command must not change: the sandboxes and their states,
+# pools, templates, processes, the files of the state and run directories,
+# and the live sandbox's egress policy
+snapshot() {
+	$C ls 2>&1 | awk '{ print $1, $2, $3 }'
+	$C pool ls 2>&1
+	$C template ls 2>&1
+	echo "vmm $(vmm_procs)"
+	find "$CUBE_STATE_DIR" "$CUBE_RUN_DIR" /tmp/cubectl-test 2>&1 | sort
+	[ -n "$id" ] && $C net show "$id" 2>&1 | awk '$1 == "policy"'
+}
+
+# bad_flags TABLE: each line "STATUS ARGS...": cubectl ARGS (@ID@ is the
+# live sandbox) exits STATUS with an error on stderr, prints nothing on
+# stdout, and changes nothing
+bad_flags() {
+	echo "$ktap_n $ktap_failed" > /tmp/cubectl-snap.count
+	echo "$1" | while read -r want args; do
+		[ -n "$want" ] || continue
+		args=$(echo "$args" | sed "s/@ID@/$id/g")
+		snapshot > /tmp/cubectl-snap.before 2>&1
+		# shellcheck disable=SC2086
+		$C $args >/tmp/ktap.out 2>/tmp/ktap.err
+		got=$?
+		snapshot > /tmp/cubectl-snap.after 2>&1
+		err=$(head -c 300 /tmp/ktap.err | tr '\n' ' ')
+		if [ "$got" != "$want" ]; then
+			not_ok "cubectl $args: exit $want" "exited $got: $err"
+		elif ! grep -q "$errpat" /tmp/ktap.err; then
+			not_ok "cubectl $args: exit $want" "no clear error on stderr: '$err'"
+		elif [ -s /tmp/ktap.out ]; then
+			not_ok "cubectl $args: exit $want" "stdout: $(head -c 200 /tmp/ktap.out)"
+		elif ! cmp -s /tmp/cubectl-snap.before /tmp/cubectl-snap.after; then
+			not_ok "cubectl $args: exit $want" "it changed: $(diff /tmp/cubectl-snap.before /tmp/cubectl-snap.after | tail -n +3 | head -n 8 | tr '\n' ' ')"
+		else
+			ok "cubectl $args: exit $want, nothing changed"
+		fi
+		echo "$ktap_n $ktap_failed" > /tmp/cubectl-snap.count
+	done
+	# the loop ran in a subshell (a pipe): take its count back
+	read -r ktap_n ktap_failed < /tmp/cubectl-snap.count
+}
+errpat='no command\|no such\|usage\|invalid\|unknown\|unrecognized\|requires an argument\|needs\|must\|cannot\|not found'
+
+# Before anything exists (no template, no sandbox): usage errors and
+# unknown names and ids.
+BAD_EMPTY='
+2 nope
+2 --bogus ls
+2 create --vcpus 99
+2 create --memory 12x
+2 create --timeout 0
+2 create --net open
+2 create --label novalue
+2 kill x1
+2 exec 1 --
+3 create --template missing
+3 inspect 999999
+3 kill 999999
+3 pool set missing --size 1
+3 template rm missing
+'
+
+# With template t1 and sandbox @ID@ running: every command's unknown flag,
+# missing argument, bad number and unknown id.  None may touch @ID@.
+BAD_LIVE='
+2 create --bogus
+2 create --vcpus
+2 create --vcpus 0
+2 create --memory -5
+2 create --memory 99999999999999999999
+2 create --timeout 86401
+2 create --label b@d=1
+2 create --template ../t1
+2 create --template t1 --net /no/such/policy
+2 exec --bogus @ID@ -- true
+2 exec --timeout 0 @ID@ -- true
+2 exec --timeout x @ID@ -- true
+2 exec --timeout
+2 exec --env NOEQ @ID@ -- true
+2 exec --cwd rel @ID@ -- true
+2 exec
+2 exec @ID@
+2 exec x -- true
+2 run
+2 run @ID@
+2 run x print(1)
+2 run --bogus @ID@ print(1)
+3 run 999999 print(1)
+2 fork
+2 fork x
+2 fork --bogus @ID@
+2 fork @ID@ 2
+2 kill
+2 kill --bogus @ID@
+2 kill --grace 0 @ID@
+2 kill --grace x @ID@
+2 kill --grace
+2 kill @ID@ x
+2 ls --bogus
+2 ls extra
+2 inspect
+2 inspect x
+2 inspect --bogus @ID@
+2 inspect @ID@ 2
+2 logs
+2 logs x
+2 logs --bogus @ID@
+3 logs 999999
+2 cp
+2 cp /tmp/cubectl-test/f
+2 cp /tmp/cubectl-test/f /tmp/cubectl-test/g2
+2 cp x:/etc/hostname /tmp/cubectl-test/g2
+2 cp @ID@:etc/hostname /tmp/cubectl-test/g2
+3 cp 999999:/etc/hostname /tmp/cubectl-test/g2
+2 events --bogus
+2 events --count
+2 events --count 0
+2 events --count x
+2 events extra
+2 stats --bogus
+2 stats x
+2 stats @ID@ 2
+3 stats 999999
+2 template
+2 template bogus
+2 template build
+2 template build t9
+2 template build t9 --bogus
+2 template build ../t9 --kernel /boot/vmlinuz
+2 template build t9 --kernel /boot/vmlinuz --vcpus 0
+2 template build t9 --kernel /boot/vmlinuz --memory 1
+2 template build t9 --kernel /boot/vmlinuz --net /no/such/policy
+3 template build t9 --kernel /no/such/kernel
+2 template ls --bogus
+2 template rm
+2 template rm ../t1
+2 template rm t1 t2
+2 pool
+2 pool bogus
+2 pool set
+2 pool set t1
+2 pool set t1 --size
+2 pool set t1 --size -1
+2 pool set t1 --size x
+2 pool set t1 --size 5000
+2 pool set t1 --size 1 --low x
+2 pool set t1 --bogus 1
+2 pool set ../t1 --size 1
+2 pool ls --bogus
+2 net
+2 net bogus @ID@
+2 net show
+2 net show x
+2 net show @ID@ 2
+2 net set @ID@
+2 net set x none
+2 net set @ID@ /no/such/policy
+3 net show 999999
+3 net set 999999 deny
+'
+nbad() {
+	echo "$1" | grep -c '^[0-9]'
+}
+# results outside the two tables (see run)
+PLAN_FIXED=69
+PLAN=$((PLAN_FIXED + $(nbad "$BAD_EMPTY") + $(nbad "$BAD_LIVE")))
+
 pool_ready() {
 	$C pool ls | awk -v want="$1" '$1 == "t1" && $3 >= want { f = 1 } END { exit !f }'
 }
@@ -61,19 +246,9 @@ api_list() {
 
 run() {
 	# usage and lookup errors, before anything exists
-	expect "unknown command exits 2" 2 $C nope
-	expect "bad --vcpus exits 2" 2 $C create --vcpus 99
-	expect "bad --memory exits 2" 2 $C create --memory 12x
-	expect "bad --timeout exits 2" 2 $C create --timeout 0
-	expect "bad --net exits 2" 2 $C create --net open
-	expect "bad --label exits 2" 2 $C create --label novalue
-	expect "bad sandbox id exits 2" 2 $C kill x1
-	expect "exec without a command exits 2" 2 $C exec 1 --
-	expect "unknown template exits 3" 3 $C create --template missing
-	expect "inspect of an unknown id exits 3" 3 $C inspect 999999
-	expect "kill of an unknown id exits 3" 3 $C kill 999999
+	id=
+	bad_flags "$BAD_EMPTY"
 	expect "exec in an unknown id exits 125" 125 $C exec 999999 -- true
-	expect "pool set of an unknown template exits 3" 3 $C pool set missing --size 1
 	expect "ls with no sandbox" 0 $C ls
 	if [ "$($C --json ls | tr -d ' \n')" = "[]" ]; then
 		ok "ls --json is an empty array"
@@ -123,6 +298,14 @@ run() {
 	else
 		not_ok "inspect --json shows its label" "$($C --json inspect "$id")"
 	fi
+	printf 'abc\001\n' > /tmp/cubectl-test/f
+	bad_flags "$BAD_LIVE"
+	if $C ls | awk -v id="$id" '$1 == id && $2 == "running" { f = 1 } END { exit !f }' &&
+	   [ "$($C exec "$id" -- echo still)" = still ]; then
+		ok "after every refused command the sandbox still runs commands"
+	else
+		not_ok "after every refused command the sandbox still runs commands" "$($C ls)"
+	fi
 	out=$($C exec "$id" -- echo hi)
 	[ "$out" = hi ] && ok "exec streams stdout" || not_ok "exec streams stdout" "got '$out'"
 	out=$($C exec "$id" -- sh -c 'echo oops >&2' 2>&1 >/dev/null)
@@ -155,13 +338,13 @@ run() {
 		;;
 	*)
 		not_ok "fork copies the running sandbox" "got '$fid': $(cat /tmp/ktap.err)"
+		not_ok "the parent does not see the fork's writes" "no fork"
 		;;
 	esac
 	expect "fork of an unknown id exits 3" 3 $C fork 999999
 	expect "exec -t runs a command on a pty" 0 $C exec -t "$id" -- true
 	expect "exec of a missing program exits 125" 125 $C exec "$id" -- /no/such/program
 
-	printf 'abc\001\n' > /tmp/cubectl-test/f
 	expect "cp uploads" 0 $C cp /tmp/cubectl-test/f "$id:/tmp/f"
 	expect "cp downloads" 0 $C cp "$id:/tmp/f" /tmp/cubectl-test/g
 	cmp -s /tmp/cubectl-test/f /tmp/cubectl-test/g && ok "cp round trip is exact" ||
@@ -173,7 +356,12 @@ run() {
 
 	$C --json events --count 1 > /tmp/cubectl-test/events &
 	ev_pid=$!
-	sleep 1
+	# subscribed once it waits in poll(2): the kill comes after that
+	if wait_until 30 in_poll "$ev_pid"; then
+		ok "events subscribes and waits"
+	else
+		not_ok "events subscribes and waits" "$(cat /proc/$ev_pid/syscall 2>&1)"
+	fi
 	expect "kill" 0 $C kill "$id"
 	if wait_until 30 gone "$id"; then
 		ok "a killed sandbox goes away"
@@ -215,27 +403,43 @@ run() {
 	[ "$nr" = 3 ] && [ "$nu" = 3 ] &&
 		ok "three clones of one snapshot read different random bytes" ||
 		not_ok "three clones of one snapshot read different random bytes" "got:$rnd"
-	$C kill $rids >/dev/null 2>&1
+	expect "the three clones are killed" 0 $C kill $rids
 
 	# Hostile workloads hurt only their own sandbox: a fork bomb and a
 	# memory hog in one leave this machine and another sandbox working.
 	ha=$($C create --template t1 --vcpus 1)
 	hb=$($C create --template t1 --vcpus 1)
-	$C exec --timeout 20 "$ha" -- sh -c 'b() { b | b & }; b; sleep 30' \
-		>/dev/null 2>&1 &
+	$C exec --timeout 60 "$ha" -- sh -c 'echo bombing; b() { b | b & }; b; sleep 90' \
+		>/tmp/cubectl-test/bomb 2>&1 &
 	bomb=$!
-	sleep 5
+	# the bomb has started once its first line is out
+	if wait_until 60 grep -q bombing /tmp/cubectl-test/bomb; then
+		ok "the fork bomb starts"
+	else
+		not_ok "the fork bomb starts" "$(head -c 300 /tmp/cubectl-test/bomb)"
+	fi
 	out=$($C exec --timeout 120 "$hb" -- echo fine)
-	[ "$out" = fine ] && ok "another sandbox runs commands during a fork bomb" ||
-		not_ok "another sandbox runs commands during a fork bomb" "got '$out'"
+	# still running when the other sandbox answered: it was "during"
+	if [ "$out" = fine ] && kill -0 $bomb 2>/dev/null; then
+		ok "another sandbox runs commands during a fork bomb"
+	else
+		not_ok "another sandbox runs commands during a fork bomb" \
+			"got '$out'; bomb still running: $(kill -0 $bomb 2>/dev/null && echo yes || echo no)"
+	fi
 	wait $bomb
+	# the guest's OOM killer ends the hog (SIGKILL: 128 + 9); 125 would be
+	# the VM or its agent gone
 	$C exec --timeout 120 "$ha" -- python3 -c '
 a = []
 while True:
-    a.append(bytearray(1 << 20))' >/dev/null 2>&1
+    a.append(bytearray(1 << 20))' >/dev/null 2>/tmp/cubectl-test/hog
 	st=$?
-	[ $st != 0 ] && ok "a memory hog in a sandbox fails there (status $st)" ||
-		not_ok "a memory hog in a sandbox fails there" "status 0"
+	[ $st = 137 ] && ok "a memory hog in a sandbox is OOM-killed there (status 137)" ||
+		not_ok "a memory hog in a sandbox is OOM-killed there (status 137)" \
+			"status $st: $(head -c 300 /tmp/cubectl-test/hog)"
+	out=$($C exec --timeout 120 "$ha" -- echo survived)
+	[ "$out" = survived ] && ok "the sandbox of the memory hog runs commands after it" ||
+		not_ok "the sandbox of the memory hog runs commands after it" "got '$out'"
 	avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
 	[ "$avail" -gt 200 ] && ok "this machine keeps its memory (${avail} MiB available)" ||
 		not_ok "this machine keeps its memory" "${avail} MiB available"
@@ -327,27 +531,52 @@ while True:
 	kill "$cubed_pid"
 	wait "$cubed_pid"
 	cubed_pid=
-	for id in $five; do
-		$C kill "$id" >/dev/null 2>&1
-	done
+	# shellcheck disable=SC2086
+	expect "the five are killed" 0 $C kill $five
 	expect "template rm of a pooled template exits 7" 7 $C template rm t1
 	expect "pool set --size 0 removes the pool" 0 $C pool set t1 --size 0
 	expect "kill of the remaining sandbox" 0 $C kill "$id2"
-	for i in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
-		$C kill "$i" >/dev/null 2>&1
-	done
+
+	# Nothing left behind: every sandbox this test made was killed by it
+	# or ended on its own; count what is left before anything is swept
+	# (cleanup kills what remains, after the results).
 	if wait_gone_all 60; then
 		ok "no sandbox is left"
 	else
 		not_ok "no sandbox is left" "$($C ls)"
 	fi
+	if wait_until 30 test "$(vmm_procs)" = 0; then
+		ok "no cube-vmm or cube-shim process is left"
+	else
+		not_ok "no cube-vmm or cube-shim process is left" \
+			"$(grep -l '^cube-\(vmm\|shim\)$' /proc/[0-9]*/comm 2>/dev/null | tr '\n' ' ')"
+	fi
+	if wait_until 30 no_veth; then
+		ok "no sandbox veth is left"
+	else
+		not_ok "no sandbox veth is left" "$(ip -o link show | awk -F': ' '{ print $2 }' | tr '\n' ' ')"
+	fi
+	left=$(ls "$CUBE_RUN_DIR/sandboxes" 2>/dev/null)
+	[ -z "$left" ] && ok "no sandbox run directory is left" ||
+		not_ok "no sandbox run directory is left" "$left"
+	if ! $C pool ls | awk '$1 == "t1" { f = 1 } END { exit !f }'; then
+		ok "no pool is left"
+	else
+		not_ok "no pool is left" "$($C pool ls)"
+	fi
 	expect "template rm" 0 $C template rm t1
 	expect "template rm of an unknown template exits 3" 3 $C template rm t1
+	# the state directory keeps the E2B id counter and empty folders only
+	left=$(find "$CUBE_STATE_DIR" -mindepth 1 \( ! -type d ! -name e2b-last-id \) -o \
+		-mindepth 2 -type d 2>/dev/null)
+	[ -z "$left" ] && ok "nothing is left in the state directory" ||
+		not_ok "nothing is left in the state directory" "$(echo $left)"
 }
 
-run > /tmp/cubectl-results 2>&1
+ktap_plan "$PLAN"
+run 2>&1
+ktap_finish "$PLAN"
 cleanup
-ktap_plan "$ktap_n"
-cat /tmp/cubectl-results
-rm -f /tmp/cubectl-results /tmp/ktap.out /tmp/ktap.err
+rm -f /tmp/ktap.out /tmp/ktap.err /tmp/cubectl-snap.*
+[ "$ktap_n" = "$PLAN" ] || echo "# cubectl_test.sh: $ktap_n results for a plan of $PLAN"
 exit $ktap_failed

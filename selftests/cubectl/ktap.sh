@@ -8,6 +8,14 @@ ktap_plan() {
 	echo "1..$1"
 }
 
+# ktap_finish PLAN: the plan printed first is kept: each result a step
+# that ended early never reached is reported as failed
+ktap_finish() {
+	while [ "$ktap_n" -lt "$1" ]; do
+		not_ok "not run" "an earlier step failed, so this result was never reached"
+	done
+}
+
 # ok NAME: the last check passed; not_ok NAME WHY: it failed
 ok() {
 	ktap_n=$((ktap_n + 1))
@@ -40,6 +48,12 @@ expect() {
 	else
 		not_ok "$name" "'$*' exited $got, want $want: $(head -c 300 /tmp/ktap.err)"
 	fi
+}
+
+# in_poll PID: PID is blocked in poll(2) or ppoll(2) (x86-64 numbers)
+in_poll() {
+	read -r nr _ < "/proc/$1/syscall" 2>/dev/null || return 1
+	[ "$nr" = 7 ] || [ "$nr" = 271 ]
 }
 
 # wait_until SECONDS CMD...: poll CMD until it succeeds
