@@ -136,6 +136,11 @@ if [ -n "$end" ]; then
 		;;
 	esac
 fi
+# The console up to the NMI a stalled run was sent (its panic is ours).
+if [ -e "$dir/stalled" ]; then
+	sed '/NMI/,$d' "$con" > "$dir/console.before-nmi"
+	con=$dir/console.before-nmi
+fi
 if grep -qE 'Kernel panic|BUG:|Oops|WARNING: CPU:' "$con"; then
 	if [ "$post" = 0 ]; then
 		fail=$((fail + 1))
