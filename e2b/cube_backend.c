@@ -646,6 +646,12 @@ int cube_be_paused_list(struct e2b_sandbox **v, size_t *n, size_t *cap)
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (paused_load_file(path, &p))
 			continue;
+		/* one that names another sandbox could not be got or resumed */
+		if (strlen(p.s.eid) != len - 5 ||
+		    strncmp(p.s.eid, de->d_name, len - 5)) {
+			cube_be_paused_free(&p);
+			continue;
+		}
 		if (*n == *cap) {
 			size_t nc = *cap ? 2 * *cap : 8;
 			void *nv = realloc(*v, nc * sizeof(**v));
@@ -718,6 +724,74 @@ static const struct e2b_backend_ops cube_ops = {
 
 /* --- the daemon's side --- */
 
+/*
+ * What cubed skips of its state directory, said once when it starts: a
+ * paused sandbox record that does not load (it is never listed, resumed or
+ * expired), a template whose template.conf does not parse (creating from
+ * it fails), an unreadable E2B id counter (ids start again above the live
+ * and paused ones).  Nothing is changed or removed.
+ */
+static void report_damaged_state(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300], err[CUBE_ERR_MAX];
+	unsigned long long v;
+	struct dirent *de;
+	DIR *d;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/paused", cube_state_dir());
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		struct cube_be_paused p;
+		int ret;
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		ret = paused_load_file(path, &p);
+		if (!ret) {
+			/* one that names another sandbox is damaged too */
+			if (strlen(p.s.eid) != len - 5 ||
+			    strncmp(p.s.eid, de->d_name, len - 5))
+				ret = -EINVAL;
+			cube_be_paused_free(&p);
+		}
+		if (ret == -EINVAL)
+			fprintf(stderr, "cubed: ignoring the damaged paused sandbox record %s\n",
+				path);
+	}
+	if (d)
+		closedir(d);
+	snprintf(dir, sizeof(dir), "%s/templates", cube_state_dir());
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		struct cube_template t;
+
+		if (!cube_name_valid(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/template.conf", dir,
+			 de->d_name);
+		if (access(path, F_OK))
+			continue;
+		err[0] = '\0';
+		if (cube_template_load(de->d_name, &t, err))
+			fprintf(stderr, "cubed: ignoring the damaged template %s: %s\n",
+				de->d_name, err[0] ? err : "cannot be read");
+	}
+	if (d)
+		closedir(d);
+	if (last_id_path(path, sizeof(path)))
+		return;
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fscanf(f, "%llu", &v) != 1)
+		fprintf(stderr, "cubed: %s is damaged: E2B ids go on above the live and paused sandboxes'\n",
+			path);
+	fclose(f);
+}
+
 int cube_backend_new(struct cube_backend **out)
 {
 	struct cube_backend *b = calloc(1, sizeof(*b));
@@ -734,6 +808,7 @@ int cube_backend_new(struct cube_backend **out)
 		free(b);
 		return ret;
 	}
+	report_damaged_state();
 	*out = b;
 	return 0;
 }
