@@ -9,7 +9,10 @@
 # sandbox with metadata cube-test=done), then checks the egress policies of
 # the sandboxes sdk_net_test.mjs left running (metadata cube-net-expect:
 # "MODE:RULE;RULE...") against "cubectl net show", and that nothing is
-# left.  Skips unless L1 was booted with forwarded ports.
+# left: it kills only the sandboxes the SDK run leaves on purpose (those
+# and the done marker), then counts sandboxes, VMM processes, paused
+# records and templates before sweeping anything.  Skips unless L1 was
+# booted with forwarded ports.
 cd "$(dirname "$0")" || exit 1
 
 if ! grep -q 'cube.net=1' /proc/cmdline; then
@@ -34,8 +37,25 @@ sandboxes() {
 	$C --json stats | sed -n 's/.*"sandboxes": *\([0-9]*\).*/\1/p'
 }
 
+# cube-vmm and cube-shim processes running
+vmm_procs() {
+	cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^cube-\(vmm\|shim\)$'
+}
+
+# wait_for SECONDS CMD...: poll CMD until it succeeds
+wait_for() {
+	t=$1
+	shift
+	while [ "$t" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 1
+		t=$((t - 1))
+	done
+	return 1
+}
+
 echo "KTAP version 1"
-echo "1..7"
+echo "1..11"
 rm -rf /tmp/e2b-test
 mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
@@ -61,8 +81,7 @@ echo cube-e2b-test-key > /tmp/e2b-test/keys
 ./cubed --listen 0.0.0.0 --api-port 3000 --envd-port 49983 --proxy-port 3001 \
 	--api-key-file /tmp/e2b-test/keys -v 2>/tmp/e2b-test/cubed.log &
 cubed_pid=$!
-sleep 1
-kill -0 $cubed_pid 2>/dev/null
+wait_for 60 wget -q -O /dev/null http://127.0.0.1:3000/health
 check "cubed serves the E2B API" $? "$(cat /tmp/e2b-test/cubed.log)"
 # cube.pool=N on L1's command line: serve from a warm pool of N sandboxes
 # (for bench/sdk_bench.sh).
@@ -147,19 +166,51 @@ done
 [ $nnet -ge 2 ] || { netst=1; netmsg="$netmsg only $nnet sandbox(es) with cube-net-expect;"; }
 check "E2B network settings are the policies cubectl net show reads back" $netst "$netmsg"
 kill $cubed_pid 2>/dev/null
-wait $cubed_pid 2>/dev/null
+wait $cubed_pid
+st=$?
+check "cubed stops on SIGTERM with status 0" $st "status $st"
 sed 's/^/# cubed: /' /tmp/e2b-test/cubed.log | tail -n 20
+
+# Nothing left behind.  The SDK run leaves running on purpose only the
+# sandboxes sdk_net_test.mjs marked (cube-net-expect) and the done marker
+# (cube-test); those are killed here.  Everything else its tests made,
+# they must have killed or it is counted as left, before any sweep.
+kept= left=
+for id in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
+	if grep -qs '"cube-net-expect"\|"cube-test":"done"' \
+	   "$CUBE_RUN_DIR/sandboxes/$id/e2b.json"; then
+		kept="$kept $id"
+	fi
+done
+# shellcheck disable=SC2086
+[ -n "$kept" ] && $C kill $kept >/dev/null 2>&1
+# a warm pool asked for on the command line goes with its sandboxes
+[ -n "$pool" ] && $C pool set base --size 0 >/dev/null 2>&1
+wait_for 60 test "$(sandboxes)" = 0
+st=$?
+for id in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
+	left="$left $id($(head -c 200 "$CUBE_RUN_DIR/sandboxes/$id/e2b.json" 2>/dev/null))"
+done
+check "no sandbox is left but those the SDK run keeps on purpose ($(echo $kept | wc -w) killed here)" \
+	$st "left:$left"
+wait_for 30 test "$(vmm_procs)" = 0
+check "no cube-vmm or cube-shim process is left" $? "$(vmm_procs) running"
+paused=$(ls "$CUBE_STATE_DIR/paused" 2>/dev/null)
+forks=$(ls "$CUBE_STATE_DIR/forks" 2>/dev/null)
+[ -z "$paused$forks" ]
+check "no paused sandbox record or fork snapshot is left" $? "paused: $paused; forks: $forks"
+# templates: the two built here, and the snapshots sdk_pause_test.mjs
+# makes with createSnapshot (the E2B API has no call that deletes one)
+extra=$($C template ls | awk 'NR > 1 && $1 != "base" && $1 != "code-interpreter-v1" && $1 !~ /^sdk-snap-[0-9]+$/ { print $1 }')
+[ -z "$extra" ]
+check "no template is left but base, code-interpreter-v1 and the SDK's snapshots" $? "$extra"
+
+# the sweep, after the count
 for id in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
 	$C kill "$id" >/dev/null 2>&1
 done
-t=60
-while [ $t -gt 0 ] && [ "$(sandboxes)" != 0 ]; do
-	sleep 1
-	t=$((t - 1))
+for name in $($C template ls | awk 'NR > 1 { print $1 }'); do
+	$C template rm "$name" >/dev/null 2>&1
 done
-[ "$(sandboxes)" = 0 ]
-check "no sandbox is left" $? "$($C ls)"
-$C template rm base >/dev/null 2>&1
-$C template rm code-interpreter-v1 >/dev/null 2>&1
 rm -rf /tmp/e2b-test /tmp/e2b-rootfs.ext4 /tmp/e2b-ci-rootfs.ext4
 exit $failed
