@@ -75,13 +75,21 @@ expect "exec -t without -i: the command reads end-of-file" 0 \
 
 if command -v script >/dev/null && command -v stty >/dev/null; then
 	# script(1) gives cubectl a terminal; its size comes from stty
-	# inside, then a resize and SIGWINCH while the command runs
+	# inside, then a resize and SIGWINCH while the command runs.  No
+	# fixed sleeps: the resize waits for the first size in script's
+	# output, and the command reads the size again only once told to
+	# (a file the host makes after the SIGWINCH), each with a deadline.
 	cat >/tmp/tty-test/resize.sh <<-EOF
 	stty rows 33 cols 111
-	$C exec -t $id -- sh -c 'stty size; sleep 3; stty size' &
-	sleep 1.5
+	$C exec -t $id -- sh -c 'stty size; i=0; while [ ! -e /tmp/winch-go ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done; stty size' &
+	t=0
+	until grep -q '^33 111' /tmp/ktap.out || [ \$t -ge 600 ]; do
+		sleep 0.1
+		t=\$((t + 1))
+	done
 	stty rows 44 cols 122
 	kill -WINCH \$!
+	$C exec $id -- touch /tmp/winch-go
 	wait \$!
 	EOF
 	timeout 120 script -qec "sh /tmp/tty-test/resize.sh" /dev/null \
