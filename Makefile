@@ -10,6 +10,8 @@
 #   make check NATIVE=1  native unit tests, then the selftests natively (root, real KVM)
 #   make vmtest [T=name] the selftests (or one test/group) in the VM harness
 #   make vmshell         an interactive shell in the same L1 machine
+#   make check-debug [T=name]  the selftests in the VM harness on a debug L1
+#                        kernel (KASAN, UBSAN, lockdep, kmemleak), built once
 #   make install         cube.ko, the programs and the guest files (DESTDIR, PREFIX)
 #   make clean           back to the tree as cloned
 #
@@ -37,7 +39,8 @@ export KDIR
 USER_DIRS := lib e2b cubectl guest vmm selftests bench
 
 .PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
-	demo demo-install benchmarks vmtest-kver2 vmtest-harness e2b-sdk install install-dkms \
+	demo demo-install benchmarks vmtest-kver2 vmtest-harness e2b-sdk guest-kernel check-debug \
+	install install-dkms \
 	clean help
 
 all: module userspace
@@ -91,11 +94,40 @@ e2b-sdk:
 vmtest-harness:
 	selftests/qemu/harness_test.sh
 
+# The minimal guest kernel agent/guest_test boots (bzImage-cube), built
+# first: guest/build-kernel.sh caches it by its configuration and source
+# (build/guest/kernel-<hash>/), so only a first run builds it.
+# GUEST_KERNEL=0 leaves it out (the harness's own test, which does not
+# run that test).
 vmtest:
 	$(MAKE) -C selftests/qemu run T='$(T)'
 
+guest-kernel:
+	$(MAKE) -C guest kernel JOBS=$$(nproc)
+
 vmshell:
 	$(MAKE) -C selftests/qemu shell
+
+# The selftests on an L1 kernel with the kernel's checkers on: Debian's
+# linux-source-6.1 with KASAN, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP and
+# kmemleak (scripts/build-debug-kernel: built once per configuration and
+# source version, in build/debug-kernel/<hash>/).  L2 guests keep KVER's
+# kernel.  Several times slower than make vmtest under TCG: larger bounds
+# (DEBUG_TIMEOUT for the run, the program and test case bounds through
+# L1_APPEND, STALL above them) and more memory for the shadow and lockdep.
+# Not part of make check.
+DEBUG_TIMEOUT ?= 14400
+DEBUG_MEM ?= 4096
+DEBUG_KERNEL_DIR := $(TOP)/build/debug-kernel
+check-debug:
+	@mkdir -p $(DEBUG_KERNEL_DIR)
+	scripts/build-debug-kernel > $(DEBUG_KERNEL_DIR)/current
+	dir=$$(cat $(DEBUG_KERNEL_DIR)/current) && kv=$$(cat $$dir/kver) && \
+	$(MAKE) -C selftests/qemu run VM_KVER=$$kv VM_KDIR=$$dir/build \
+		VM_KERNEL=$$dir/vmlinuz VM_MODROOT=$$dir/root \
+		VMTEST_DIR=$(TOP)/build/vmtest-debug T='$(T)' \
+		TIMEOUT=$(DEBUG_TIMEOUT) MEM=$(DEBUG_MEM) STALL=$${STALL:-2700} \
+		L1_APPEND="cube.prog_timeout=2400 cube.test_timeout=900 $(L1_APPEND)"
 
 # The main job (scripts/demo.sh): a template, a sandbox made from it, and
 # python3 -c 'print(2+2)' run in it with cubectl.  Natively where this host
