@@ -23,6 +23,9 @@ skips=${SKIPS:-$here/skips.txt}
 timeout=${TIMEOUT:-1800}
 [ -r "$res" ] || { echo "verdict: no $res" >&2; exit 2; }
 [ -e "$con" ] || : > "$con"
+# L1's serial port ends its lines with CR LF.
+tr -d '\r' < "$res" > "$dir/results.txt"
+res=$dir/results.txt
 
 # stall_report: what a stalled L1 was doing.
 stall_report() {
