@@ -99,7 +99,7 @@ vmtest-harness:
 # (build/guest/kernel-<hash>/), so only a first run builds it.
 # GUEST_KERNEL=0 leaves it out (the harness's own test, which does not
 # run that test).
-vmtest:
+vmtest: $(if $(filter 0,$(GUEST_KERNEL)),,guest-kernel)
 	$(MAKE) -C selftests/qemu run T='$(T)'
 
 guest-kernel:
