@@ -2,12 +2,27 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # harness_test.sh: the VM harness fails when it must.  On a scratch copy of
-# the tree it runs the harness four times and checks each verdict:
-#   1. one group (T=kvm) of good tests          -> passes
+# the tree, first the parts that can be fed crafted input without booting
+# L1 (a few seconds):
+#   - cube_test.h: SKIP() after a failed EXPECT_*, and a failed check in a
+#     fixture's teardown, fail the test
+#   - run_tests.sh: a program that exits 0 before its plan's end, or prints
+#     no plan, fails; a trailing plan that matches passes; 1..0 skips
+#   - logcheck.sh: a kernel log that lost the start marker fails, a WARN
+#     fails, a clean log passes
+#   - verdict.sh: run_tests.sh's non-zero exit status fails a run whose
+#     summary shows no failure; a skip the allowlist does not name fails,
+#     a listed one passes; a stalled run fails
+# then four runs of the harness (about a minute or two each):
+#   1. one group (T=kvm) of good tests          -> passes, no skip, and
+#      L1's command line has a large log_buf_len
 #   2. the same group plus a failing test       -> fails, names the test
-#   3. cube.ko with a WARN_ON in its init path  -> fails on the kernel log
+#   3. cube.ko with a WARN_ON in its init path,
+#      and a test that unloads it for good      -> fails on the kernel log
+#                                                  and on the missing module
 #   4. a test silent for longer than STALL      -> L1 is dumped (vCPU
-#      registers, NMI backtraces), run again, and the second stall fails
+#      registers, NMI backtraces) and the first stall fails the run, with
+#      no second run
 # Prints KTAP; exits 0 when every verdict was right.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,6 +31,14 @@ trap 'rm -rf "$work"' EXIT
 
 rsync -a --exclude /build --exclude /.git --exclude '*.o' --exclude '*.ko' \
 	"$top/" "$work/tree/"
+# The root file systems the tree has built, linked so the copy does not
+# build them again (they are cached by the hash of their recipes, which
+# the copy shares); the minimal guest kernel is left out (GUEST_KERNEL=0).
+mkdir -p "$work/tree/build/guest"
+for f in "$top"/build/guest/rootfs-*.ext4 "$top"/build/guest/code-interpreter-*.ext4; do
+	[ -e "$f" ] && ln -s "$f" "$work/tree/build/guest/"
+done
+q=$work/tree/selftests/qemu
 n=0 failed=0
 result() {
 	n=$((n + 1))
@@ -28,15 +51,117 @@ result() {
 	fi
 }
 vmtest() {
-	make -s -C "$work/tree" vmtest VMTEST_DIR="$work/vm" T="$1" > "$work/out" 2>&1
+	make -s -C "$work/tree" vmtest VMTEST_DIR="$work/vm" GUEST_KERNEL=0 T="$1" \
+		> "$work/out" 2>&1
 }
 
 echo "KTAP version 1"
-echo "1..4"
+echo "1..15"
 
+# cube_test.h, natively.
+mkdir -p "$work/ct"
+cat > "$work/ct/ct.c" <<'EOT'
+#include "cube_test.h"
+
+TEST(expect_then_skip)
+{
+	EXPECT_EQ(1 + 1, 3);
+	SKIP("skipping after a failure");
+}
+
+TEST(plain_skip)
+{
+	SKIP("nothing to test here");
+}
+
+FIXTURE(fx) { int v; };
+FIXTURE_SETUP(fx) { self->v = 1; }
+FIXTURE_TEARDOWN(fx) { EXPECT_EQ(self->v, 2); }
+TEST_F(fx, teardown_check)
+{
+	ASSERT_EQ(self->v, 1);
+}
+
+TEST_MAIN()
+EOT
+cc -I"$work/tree/selftests/lib" -o "$work/ct/ct" "$work/ct/ct.c" > "$work/out" 2>&1 &&
+	"$work/ct/ct" >> "$work/out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q '^not ok 1 expect_then_skip$' "$work/out" &&
+	grep -q '^ok 2 plain_skip # SKIP nothing to test here$' "$work/out"
+result $? "cube_test.h: SKIP() after a failed EXPECT fails the test"
+[ $rc = 1 ] && grep -q '^not ok 3 fx.teardown_check$' "$work/out"
+result $? "cube_test.h: a failed check in a fixture's teardown fails the test"
+
+# run_tests.sh, natively, on crafted programs.
+rt=$work/rt
+mkdir -p "$rt/g"
+: > "$rt/kselftest-list.txt"
+prog() {
+	printf '#!/bin/sh\n%s\n' "$2" > "$rt/g/$1"
+	chmod +x "$rt/g/$1"
+	echo "g:$1" >> "$rt/kselftest-list.txt"
+}
+prog early.sh 'printf "KTAP version 1\n1..3\nok 1 first\n"; exit 0'
+prog noplan.sh 'printf "ok 1 first\nok 2 second\n"; exit 0'
+prog trailing.sh 'printf "ok 1 first\nok 2 second\n1..2\n"'
+prog skipall.sh 'echo "1..0 # SKIP no widget"; exit 4'
+sh "$work/tree/selftests/run_tests.sh" -d "$rt" > "$work/out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q '^not ok 1 selftests: g: early.sh$' "$work/out" &&
+	grep -q '^# g:early.sh planned 3 results (1..3) but printed 1$' "$work/out"
+result $? "run_tests.sh: a program that exits 0 before its plan's end fails"
+grep -q '^not ok 2 selftests: g: noplan.sh$' "$work/out"
+result $? "run_tests.sh: a program that prints no plan fails"
+grep -q '^ok 3 selftests: g: trailing.sh$' "$work/out" &&
+	grep -q '^ok 4 selftests: g: skipall.sh # SKIP no widget$' "$work/out" &&
+	grep -q '^# 5 passed, 2 failed, 1 skipped$' "$work/out"
+result $? "run_tests.sh: a matching trailing plan passes, 1..0 skips with its reason"
+
+# logcheck.sh, on crafted kernel logs.
+lc() { printf "$1" | sh "$q/logcheck.sh" > "$work/out" 2>&1; }
+lc '[ 1.0] boot\n[ 9.0] cube: loaded\n'
+rc=$?
+[ $rc = 2 ] && grep -q 'no longer holds' "$work/out"
+result $? "logcheck.sh: a kernel log without the start marker fails"
+lc '[ 1.0] cube-vmtest: start\n[ 2.0] cube: loaded\n'
+rc=$?
+lc '[ 1.0] cube-vmtest: start\n[ 2.0] WARNING: CPU: 0 PID: 1 at x.c:1\n'
+[ $? = 1 ] && [ $rc = 0 ] && grep -q '^# dmesg: .*WARNING: CPU:' "$work/out"
+result $? "logcheck.sh: a WARN after the start marker fails, a clean log passes"
+
+# verdict.sh, on crafted runs.
+run() {
+	mkdir -p "$work/v/$1"
+	printf '%s\n' 'KTAP version 1' '1..1' '# selftests: kvm: kvm_test' \
+		'    KTAP version 1' '    1..2' '    ok 1 kvm.one' \
+		"    ok 2 kvm.two$2" 'ok 1 selftests: kvm: kvm_test' "# $3" \
+		'# post-checks: 0 failed' "CUBE-VMTEST-END rc=$4" > "$work/v/$1/results.log"
+	echo 0 > "$work/v/$1/qemu.rc"
+	: > "$work/v/$1/console.log"
+}
+verdict() { sh "$q/verdict.sh" "$work/v/$1" > "$work/out" 2>&1; }
+run good "" "2 passed, 0 failed" 0
+run rc "" "2 passed, 0 failed" 1
+verdict good && ! verdict rc &&
+	grep -q '^not ok - vmtest: run_tests.sh exited with status 1' "$work/out" &&
+	grep -q '^2 passed, 1 failed$' "$work/out"
+result $? "verdict.sh: run_tests.sh's non-zero status fails a run with no failed test"
+run skip " # SKIP no widget here" "1 passed, 0 failed, 1 skipped" 0
+echo 'kvm:kvm_test | kvm.two | no widget' > "$work/v/list"
+SKIPS=$work/v/list sh "$q/verdict.sh" "$work/v/skip" > /dev/null 2>&1 && ! verdict skip &&
+	grep -q '^not ok - vmtest: unexpected skip: kvm:kvm_test: kvm.two # SKIP no widget here' "$work/out"
+result $? "verdict.sh: a skip the allowlist does not name fails the run, a listed one passes"
+run stall "" "2 passed, 0 failed" 0
+echo 720 > "$work/v/stall/stalled"
+! verdict stall && grep -q '^not ok - vmtest: L1 stalled' "$work/out"
+result $? "verdict.sh: a stalled run fails"
+
+# The harness itself, booting L1.
 vmtest kvm
 rc=$?
-[ $rc = 0 ] && grep -q '^[0-9]* passed, 0 failed$' "$work/out"
+[ $rc = 0 ] && grep -q '^[0-9]* passed, 0 failed$' "$work/out" &&
+	grep -q '^# vmtest: L1 command line: .* log_buf_len=16M' "$work/out"
 result $? "a passing group passes"
 
 cat >> "$work/tree/selftests/kvm/kvm_test.c" <<'EOT'
@@ -54,23 +179,39 @@ rc=$?
 	grep -q '^[0-9]* passed, 1 failed$' "$work/out"
 result $? "a failing selftest fails the run"
 
+# A WARN_ON in cube.ko's init, and a test that unloads cube.ko and leaves
+# it unloaded: two failures of one run.
 sed -i 's/^\(\tpr_info("loaded, api version\)/\tWARN_ON(1);\n\1/' "$work/tree/kmod/main.c"
 grep -q 'WARN_ON(1);' "$work/tree/kmod/main.c" || echo "# could not inject WARN_ON"
-vmtest module:device_test
+cat > "$work/tree/selftests/module/unload_for_good.sh" <<'EOT'
+#!/bin/sh
+echo "KTAP version 1"
+echo "1..1"
+rmmod cube && echo "ok 1 cube.ko unloaded, not loaded back" ||
+	echo "not ok 1 cube.ko unloaded, not loaded back"
+EOT
+chmod +x "$work/tree/selftests/module/unload_for_good.sh"
+echo 'TEST_PROGS += unload_for_good.sh' >> "$work/tree/selftests/module/Makefile"
+vmtest module:device_test,module:unload_for_good.sh
 rc=$?
 [ $rc != 0 ] && grep -q 'not ok - post: kernel log reports a problem' "$work/out" &&
 	grep -q 'WARNING: CPU:' "$work/out"
 result $? "a WARN_ON in cube.ko fails the run"
+[ $rc != 0 ] && grep -q '^ *ok 1 cube.ko unloaded, not loaded back' "$work/out" &&
+	grep -q 'not ok - post: cube.ko is not loaded after the tests' "$work/out"
+result $? "cube.ko left unloaded by a test fails the run"
 
 # A silent test (40 s, within its own 60 s bound) against STALL=15.
 sed -i 's/^\tWARN_ON(1);$//' "$work/tree/kmod/main.c"
 sed -i 's/ASSERT_EQ(1 + 1, 3);/sleep(40);/' "$work/tree/selftests/kvm/kvm_test.c"
 STALL=15 vmtest kvm:kvm_test/deliberate_failure
 rc=$?
-[ $rc != 0 ] && [ "$(grep -c '^not ok - vmtest: L1 stalled' "$work/out")" = 2 ] &&
-	grep -q 'running it once more' "$work/out" &&
+[ $rc != 0 ] && [ "$(grep -c '^not ok - vmtest: L1 stalled' "$work/out")" = 1 ] &&
+	! grep -q 'once more' "$work/out" &&
+	[ "$(grep -c '^# vmtest: L1 command line' "$work/out")" = 1 ] &&
 	grep -q '^#   RIP=' "$work/out" &&
-	grep -q 'NMI backtrace for cpu' "$work/out"
-result $? "a stalled L1 is dumped, run again, and fails"
+	grep -q 'NMI backtrace for cpu' "$work/out" &&
+	grep -q '^0 passed, 1 failed$' "$work/out"
+result $? "a stalled L1 is dumped and fails the run at the first stall"
 
 exit $failed
