@@ -3,16 +3,20 @@
  * lifetime_test: processes die at the worst moments and nothing leaks.
  *
  * A process killed with clones mapped and private pages, one killed in the
- * middle of taking a large snapshot, one killed while forking a clone: the
- * module's counters come back to where they were.  Snapshots outlive
+ * middle of taking a large snapshot, one killed while forking a clone (each
+ * of these two seen asleep inside the ioctl, in /proc/PID/syscall, before
+ * the kill): the module's counters come back to where they were.  Snapshots outlive
  * their creator until deleted, and go when the module is unloaded; a clone
  * keeps the module loaded.
  */
+#include <linux/userfaultfd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 
 #include "cube_test.h"
+#include "cube_wait.h"
 #include "cube_module.h"
 #include "mem_util.h"
 
@@ -159,114 +163,287 @@ TEST_F(life, snapshot_outlives_its_creator)
 	expect_base(self->dev, &self->base);
 }
 
-/* A child that takes a snapshot of @len bytes of data until killed. */
-static void killed_mid_snapshot(int dev, const struct cube_mem_stats *base,
-				int from_memfd)
+/*
+ * A range of this process's memory whose pages, while never touched, stall
+ * whoever reads them (the kernel too) until the returned userfaultfd is
+ * closed or its reader is killed: nothing here answers its faults.
+ */
+static int stall_range(void *addr, size_t len)
 {
-	const size_t len = 64 * MiB;
-	uint64_t lo = small_snapshot(dev), hi;
-	struct timespec ts = { 0, 30 * 1000 * 1000 };
-	int ready[2], n;
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)addr, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+
+	if (uffd < 0)
+		return -1;
+	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		close(uffd);
+		return -1;
+	}
+	return uffd;
+}
+
+/*
+ * Wait up to @ms for @pid to sleep inside ioctl(@cmd), as
+ * /proc/PID/syscall shows it ("running" while it runs, the system call and
+ * its arguments while it sleeps in one): 0 once it does.
+ */
+static int wait_in_ioctl(pid_t pid, unsigned long cmd, int ms)
+{
+	char path[64], buf[256];
+	unsigned long a0, a1;
+	long nr;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (; ms > 0; ms -= 10) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			return -1;	/* gone */
+		buf[n] = '\0';
+		if (sscanf(buf, "%ld 0x%lx 0x%lx", &nr, &a0, &a1) == 3 &&
+		    nr == SYS_ioctl && a1 == cmd)
+			return 0;
+		usleep(10000);
+	}
+	TH_LOG("pid %d not seen in ioctl %#lx: %s", (int)pid, cmd, buf);
+	return -1;
+}
+
+/*
+ * A child takes one snapshot of its memory: the first half is data, the
+ * second half stalls the module's copy at its first page.  Once the child
+ * is seen asleep in the ioctl with half a snapshot built, it is killed
+ * there: the half-built snapshot goes, no id was handed out.
+ */
+TEST_F(life, killed_mid_user_snapshot)
+{
+	const size_t len = 64 * MiB, half = len / 2;
+	uint64_t lo = small_snapshot(self->dev), hi;
+	struct cube_mem_stats st;
+	int ready[2], status;
 	pid_t pid;
 	char ch;
 
 	ASSERT_NE(lo, 0);
-	ASSERT_OK(mem_snapshot_delete(dev, lo));
+	ASSERT_OK(mem_snapshot_delete(self->dev, lo));
 	ASSERT_OK(pipe(ready));
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (!pid) {
-		unsigned char *r;
+		unsigned char *r = mem_region(len);
 		uint64_t id;
-		int fd = -1;
 
-		if (from_memfd) {
-			fd = memfd_create("big", MFD_CLOEXEC);
-			if (fd < 0 || ftruncate(fd, len))
-				_exit(1);
-			r = mmap(NULL, len, PROT_READ | PROT_WRITE,
-				 MAP_SHARED, fd, 0);
-		} else {
-			r = mem_region(len);
-		}
 		if (r == MAP_FAILED)
 			_exit(1);
-		memset(r, 0x5a, len);
+		memset(r, 0x5a, half);
+		if (stall_range(r + half, len - half) < 0)
+			_exit(2);
 		if (write(ready[1], "x", 1) != 1)
 			_exit(1);
-		for (;;) {
-			if (from_memfd)
-				mem_snapshot_memfd(dev, fd, 0, len, &id);
-			else
-				mem_snapshot_user(dev, r, len, &id);
-		}
+		mem_snapshot_user(self->dev, r, len, &id);
+		_exit(3);	/* the ioctl came back: it was never stalled */
 	}
 	close(ready[1]);
-	ASSERT_EQ(read(ready[0], &ch, 1), 1);
-	close(ready[0]);
-	nanosleep(&ts, NULL);
-	kill_and_reap(pid);
-	hi = small_snapshot(dev);
-	ASSERT_NE(hi, 0);
-	ASSERT_OK(mem_snapshot_delete(dev, hi));
-	n = delete_between(dev, lo, hi);
-	TH_LOG("%d snapshots completed before the kill", n);
-	expect_base(dev, base);
-}
-
-TEST_F(life, killed_mid_user_snapshot)
-{
-	killed_mid_snapshot(self->dev, &self->base, 0);
-}
-
-TEST_F(life, killed_mid_memfd_snapshot)
-{
-	killed_mid_snapshot(self->dev, &self->base, 1);
-}
-
-TEST_F(life, killed_mid_clone_fork)
-{
-	uint64_t id = small_snapshot(self->dev), lo, hi;
-	struct timespec ts = { 0, 20 * 1000 * 1000 };
-	int ready[2];
-	pid_t pid;
-	char ch;
-
-	ASSERT_NE(id, 0);
-	lo = id;
-	ASSERT_OK(pipe(ready));
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (!pid) {
-		const size_t len = 32 * MiB;
-		unsigned char *r = mem_region(len), *m;
-		uint64_t big, f;
-		int c;
-
-		memset(r, 0, len);
-		if (mem_snapshot_user(self->dev, r, len, &big))
-			_exit(1);
-		c = mem_clone(self->dev, big, 0);
-		m = mem_map(c, len);
-		if (c < 0 || m == MAP_FAILED)
-			_exit(1);
-		memset(m, 0x11, len);		/* all private */
-		if (write(ready[1], "x", 1) != 1)
-			_exit(1);
-		for (;;) {
-			if (!mem_snapshot_clone(self->dev, c, &f))
-				mem_snapshot_delete(self->dev, f);
-		}
+	if (read(ready[0], &ch, 1) != 1) {
+		status = ct_reap(pid);
+		if (ct_exited_with(status, 2))
+			SKIP("no userfaultfd to stall the snapshot with");
+		ASSERT_EXIT(status, 0);
 	}
-	close(ready[1]);
-	ASSERT_EQ(read(ready[0], &ch, 1), 1);
 	close(ready[0]);
-	nanosleep(&ts, NULL);
-	kill_and_reap(pid);
+	ASSERT_EQ(wait_in_ioctl(pid, CUBE_IOC_SNAPSHOT_CREATE, 60000), 0);
+	/* in it: a snapshot with the first half's pages, not yet linked */
+	ASSERT_OK(mem_stats(self->dev, &st));
+	EXPECT_EQ(st.snapshots, self->base.snapshots + 1);
+	EXPECT_EQ(st.shared_pages, self->base.shared_pages + half / PAGE);
+	kill(pid, SIGKILL);
+	EXPECT_KILLED(ct_reap(pid), SIGKILL);
 	hi = small_snapshot(self->dev);
 	ASSERT_NE(hi, 0);
 	ASSERT_OK(mem_snapshot_delete(self->dev, hi));
-	delete_between(self->dev, lo, hi);	/* the child's base snapshot */
+	EXPECT_EQ(delete_between(self->dev, lo, hi), 0);
+	expect_base(self->dev, &self->base);
+}
+
+struct stalled_write {
+	int fd;
+	void *buf;
+	ssize_t ret;
+};
+
+/* write() from a stalled page: it waits holding the memfd's inode lock. */
+static void *stalled_writer(void *arg)
+{
+	struct stalled_write *w = arg;
+
+	w->ret = pwrite(w->fd, w->buf, PAGE, 0);
+	return NULL;
+}
+
+/*
+ * A child snapshots a memfd (data extents between holes) again and again.
+ * Reading it, the module takes the memfd's inode lock at each extent; a
+ * write() of ours, stalled on a page of its source, holds that lock, so
+ * the child soon sleeps inside the ioctl, before its first extent or
+ * between two.  It is killed there, then the writer is let go: the ioctl
+ * must notice the kill and free what it built.
+ */
+TEST_F(life, killed_mid_memfd_snapshot)
+{
+	const size_t len = 64 * MiB, extent = 4 * MiB;
+	uint64_t lo = small_snapshot(self->dev), hi;
+	struct stalled_write w = { .ret = -2 };
+	struct cube_mem_stats st;
+	int ready[2], uffd;
+	pthread_t writer;
+	size_t off;
+	pid_t pid;
+	char ch;
+
+	ASSERT_NE(lo, 0);
+	ASSERT_OK(mem_snapshot_delete(self->dev, lo));
+	w.fd = memfd_create("big", MFD_CLOEXEC);
+	ASSERT_GE(w.fd, 0);
+	ASSERT_OK(ftruncate(w.fd, len));
+	{
+		unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+					MAP_SHARED, w.fd, 0);
+
+		ASSERT_NE(m, MAP_FAILED);
+		/* data, then a one-page hole, extent after extent */
+		for (off = 0; off < len; off += extent)
+			memset(m + off, 0x5a, extent - PAGE);
+		munmap(m, len);
+	}
+	w.buf = mem_region(PAGE);
+	ASSERT_NE(w.buf, MAP_FAILED);
+	uffd = stall_range(w.buf, PAGE);
+	if (uffd < 0)
+		SKIP("no userfaultfd to stall the write with: %s",
+		     strerror(errno));
+	ASSERT_OK(pipe(ready));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		uint64_t id;
+
+		close(uffd);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(1);
+		for (;;) {
+			if (!mem_snapshot_memfd(self->dev, w.fd, 0, len, &id))
+				mem_snapshot_delete(self->dev, id);
+		}
+	}
+	close(ready[1]);
+	ASSERT_EQ(read(ready[0], &ch, 1), 1);
+	close(ready[0]);
+	ASSERT_EQ(pthread_create(&writer, NULL, stalled_writer, &w), 0);
+	if (wait_in_ioctl(pid, CUBE_IOC_SNAPSHOT_CREATE, 60000)) {
+		kill(pid, SIGKILL);
+		ct_reap(pid);
+		close(uffd);
+		pthread_join(writer, NULL);
+		ASSERT_TRUE(0);
+	}
+	ASSERT_OK(mem_stats(self->dev, &st));
+	TH_LOG("in the ioctl with %llu of %zu pages read",
+	       (unsigned long long)(st.shared_pages - self->base.shared_pages),
+	       (len - len / extent * PAGE) / PAGE);
+	EXPECT_EQ(st.snapshots, self->base.snapshots + 1);
+	kill(pid, SIGKILL);
+	close(uffd);		/* the write goes on, then the child */
+	EXPECT_KILLED(ct_reap(pid), SIGKILL);
+	ASSERT_EQ(pthread_join(writer, NULL), 0);
+	EXPECT_EQ(w.ret, (ssize_t)PAGE);
+	close(w.fd);
+	munmap(w.buf, PAGE);
+	hi = small_snapshot(self->dev);
+	ASSERT_NE(hi, 0);
+	ASSERT_OK(mem_snapshot_delete(self->dev, hi));
+	delete_between(self->dev, lo, hi);	/* the ones completed before */
+	expect_base(self->dev, &self->base);
+}
+
+struct fork_loop {
+	int dev, clone;
+	volatile int stop;
+	int bad;
+};
+
+/* Snapshot a clone and delete the snapshot, over and over. */
+static void *fork_looper(void *arg)
+{
+	struct fork_loop *f = arg;
+	uint64_t id;
+
+	while (!f->stop) {
+		if (mem_snapshot_clone(f->dev, f->clone, &id) ||
+		    mem_snapshot_delete(f->dev, id))
+			f->bad = 1;
+	}
+	return NULL;
+}
+
+/*
+ * A child forks a clone with 32 MiB of private pages over and over; so do
+ * we, on the same clone.  A fork holds the clone's lock while it copies,
+ * so the child soon sleeps inside the ioctl waiting for it, as
+ * /proc/PID/syscall shows; it is killed there, and what it was building
+ * goes.
+ */
+TEST_F(life, killed_mid_clone_fork)
+{
+	const size_t len = 32 * MiB;
+	uint64_t id = small_snapshot(self->dev), big = 0, lo, hi;
+	struct fork_loop f = { .dev = self->dev };
+	unsigned char *r, *m;
+	pthread_t looper;
+	pid_t pid;
+	int seen;
+
+	ASSERT_NE(id, 0);
+	lo = id;
+	r = mem_region(len);
+	ASSERT_NE(r, MAP_FAILED);
+	ASSERT_OK(mem_snapshot_user(self->dev, r, len, &big));
+	munmap(r, len);
+	f.clone = mem_clone(self->dev, big, 0);
+	ASSERT_GE(f.clone, 0);
+	m = mem_map(f.clone, len);
+	ASSERT_NE(m, MAP_FAILED);
+	memset(m, 0x11, len);		/* all private */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		uint64_t s;
+
+		for (;;) {
+			if (!mem_snapshot_clone(self->dev, f.clone, &s))
+				mem_snapshot_delete(self->dev, s);
+		}
+	}
+	ASSERT_EQ(pthread_create(&looper, NULL, fork_looper, &f), 0);
+	seen = wait_in_ioctl(pid, CUBE_IOC_SNAPSHOT_CREATE, 60000);
+	kill(pid, SIGKILL);
+	EXPECT_KILLED(ct_reap(pid), SIGKILL);
+	f.stop = 1;
+	ASSERT_EQ(pthread_join(looper, NULL), 0);
+	EXPECT_EQ(seen, 0);
+	EXPECT_EQ(f.bad, 0);
+	munmap(m, len);
+	close(f.clone);
+	hi = small_snapshot(self->dev);
+	ASSERT_NE(hi, 0);
+	ASSERT_OK(mem_snapshot_delete(self->dev, hi));
+	delete_between(self->dev, lo, hi);	/* big, and the child's last */
 	ASSERT_OK(mem_snapshot_delete(self->dev, id));
 	expect_base(self->dev, &self->base);
 }

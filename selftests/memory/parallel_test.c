@@ -11,6 +11,7 @@
  * seconds: nothing crashes, nothing leaks.
  */
 #include <pthread.h>
+#include <time.h>
 
 #include "cube_test.h"
 #include "mem_util.h"
@@ -307,9 +308,33 @@ static void *chaos_mapper(void *arg)
 		madvise(m, 8 * PAGE, MADV_DONTNEED);
 		(void)*(volatile unsigned char *)(m + 5 * PAGE);
 		munmap(m, 8 * PAGE);
-		chaos_maps++;
+		__atomic_add_fetch(&chaos_maps, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
+}
+
+static long long chaos_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Let the threads race for @min_ms, and on until forks and mappings have
+ * each happened @min_each times (a slow, emulated host gets there late),
+ * but no longer than @max_ms.
+ */
+static void chaos_run(long long min_ms, int min_each, long long max_ms)
+{
+	long long t0 = chaos_ms();
+
+	while (chaos_ms() - t0 < max_ms &&
+	       (chaos_ms() - t0 < min_ms ||
+		__atomic_load_n(&chaos_forks, __ATOMIC_RELAXED) < min_each ||
+		__atomic_load_n(&chaos_maps, __ATOMIC_RELAXED) < min_each))
+		usleep(10000);
 }
 
 TEST_F(par, chaos_on_one_clone)
@@ -329,14 +354,14 @@ TEST_F(par, chaos_on_one_clone)
 	ASSERT_EQ(pthread_create(&t[3], NULL, chaos_mapper, NULL), 0);
 	ASSERT_EQ(pthread_create(&t[4], NULL, reset_thread, NULL), 0);
 	ASSERT_EQ(pthread_create(&t[5], NULL, chaos_forker, NULL), 0);
-	sleep(3);
+	chaos_run(3000, 10, 40000);
 	chaos_stop = 1;
 	sc.stop = 1;
 	for (i = 0; i < 6; i++)
 		ASSERT_EQ(pthread_join(t[i], NULL), 0);
 	TH_LOG("%d forks, %d mappings", chaos_forks, chaos_maps);
-	EXPECT_GT(chaos_forks, 0);
-	EXPECT_GT(chaos_maps, 0);
+	EXPECT_GE(chaos_forks, 10);
+	EXPECT_GE(chaos_maps, 10);
 	EXPECT_EQ(chaos_bad, 0);
 	EXPECT_EQ(sc.bad, 0);
 	munmap(sc.m, NR_PAGES * PAGE);
