@@ -413,13 +413,13 @@ static inline int cnl_pool_take(struct cnl *c, const char *name,
 					    -1, -1), cnl_pool_cb, p);
 }
 
-/* Wait until the module's live sandbox count is @n (max ~5 s). */
+/* Wait until the module's live sandbox count is @n (max ~30 s: emulation). */
 static inline int cnl_wait_sandboxes(struct cnl *c, uint64_t n)
 {
 	struct cnl_stats s;
 	int i;
 
-	for (i = 0; i < 500; i++) {
+	for (i = 0; i < 3000; i++) {
 		if (cnl_stats(c, &s))
 			return -EIO;
 		if (s.v[CUBE_STATS_A_SANDBOXES] == n)

@@ -532,7 +532,7 @@ static int ev_cb(struct nl_msg *msg, void *arg)
 
 static int ev_open(struct evsock *e, int grp)
 {
-	struct timeval tv = { .tv_sec = 3 };
+	struct timeval tv = { .tv_sec = 30 };	/* a bound for emulated hosts */
 
 	memset(e, 0, sizeof(*e));
 	e->sk = nl_socket_alloc();

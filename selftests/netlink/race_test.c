@@ -20,7 +20,7 @@ struct take_result {
 };
 
 /* Wait for the start signal, take once (netlink or ioctl), report. */
-static void taker(int start, int out, int via_ioctl)
+static void taker(int start, int ready, int out, int via_ioctl)
 {
 	struct take_result r = { 0 };
 	struct cnl_pool p;
@@ -32,6 +32,8 @@ static void taker(int start, int out, int via_ioctl)
 		_exit(1);
 	dev = sb_open_dev();
 	if (dev < 0)
+		_exit(1);
+	if (write(ready, "r", 1) != 1)
 		_exit(1);
 	if (read(start, &c, 1) != 0)	/* EOF: go */
 		_exit(1);
@@ -51,7 +53,8 @@ TEST(takers_32_on_16)
 {
 	uint64_t ids[NR_SANDBOXES];
 	int fds[NR_SANDBOXES], seen[NR_SANDBOXES] = { 0 };
-	int dev, start[2], out[2], i, j, ok = 0, again = 0, status;
+	int dev, start[2], ready[2], out[2], i, j, ok = 0, again = 0, status;
+	char c;
 	struct take_result r;
 	struct cnl_pool p;
 	struct cnl nl;
@@ -68,19 +71,25 @@ TEST(takers_32_on_16)
 		ASSERT_OK(sb_pool_enter(fds[i], "race"));
 	}
 	ASSERT_OK(pipe(start));
+	ASSERT_OK(pipe(ready));
 	ASSERT_OK(pipe(out));
 	for (i = 0; i < NR_TAKERS; i++) {
 		pids[i] = fork();
 		ASSERT_GE(pids[i], 0);
 		if (pids[i] == 0) {
 			close(start[1]);
+			close(ready[0]);
 			close(out[0]);
-			taker(start[0], out[1], i & 1);
+			taker(start[0], ready[1], out[1], i & 1);
 		}
 	}
 	close(start[0]);
+	close(ready[1]);
 	close(out[1]);
-	usleep(200000);
+	/* every taker has its sockets and waits at the start line */
+	for (i = 0; i < NR_TAKERS; i++)
+		ASSERT_EQ(read(ready[0], &c, 1), 1);
+	close(ready[0]);
 	close(start[1]);	/* all go */
 
 	for (i = 0; i < NR_TAKERS; i++) {

@@ -160,6 +160,29 @@ out:
 	pause();
 }
 
+/*
+ * Drop a fresh network namespace and wait (up to 30 s) until the kernel
+ * has torn it down, as a link of @prog on it shows.  The kernel tears
+ * namespaces down in batches, one after the other: after two such calls,
+ * every namespace that lost its last reference before the first is gone.
+ */
+static int netns_cleanup_barrier(int prog)
+{
+	int ns = sb_new_netns(), link, i;
+
+	if (ns < 0)
+		return -1;
+	link = sb_netns_link(prog, ns);
+	close(ns);
+	if (link < 0)
+		return -1;
+	for (i = 0; i < 3000 && sb_link_netns_ino(link); i++)
+		usleep(10000);
+	i = sb_link_netns_ino(link) ? -1 : 0;
+	close(link);
+	return i;
+}
+
 TEST(owner_dies_with_netns_and_links)
 {
 	struct netns_report r;
@@ -190,7 +213,6 @@ TEST(owner_dies_with_netns_and_links)
 		_exit(0);
 	}
 	close(p[1]);
-	close(prog);
 	close(ns);
 	ASSERT_OK(read_full(p[0], &r, sizeof(r)));
 	ASSERT_NE(r.id, 0ull);
@@ -200,8 +222,13 @@ TEST(owner_dies_with_netns_and_links)
 	EXPECT_EQ(s.netns_cookie, cookie);
 	EXPECT_EQ(s.bpf_links, 2u);
 	EXPECT_EQ(s.flags, (uint32_t)CUBE_SANDBOX_F_NETNS);
-	/* only the sandbox keeps the netns alive now */
-	usleep(200000);
+	/*
+	 * Only the sandbox keeps the netns alive now: once namespaces dropped
+	 * after ours are torn down, ours would be too, were it not held.
+	 */
+	ASSERT_OK(netns_cleanup_barrier(prog));
+	ASSERT_OK(netns_cleanup_barrier(prog));
+	close(prog);
 	EXPECT_NE(sb_link_netns_ino(watch), 0u);
 
 	ASSERT_OK(kill_and_reap(pid));
