@@ -136,6 +136,17 @@ static void expect_reset(const char *name)
 	failures += !ok;
 }
 
+/*
+ * Wait up to @ms for the device to publish used index @idx: no fixed pause
+ * that a slow (emulated) host could outrun.
+ */
+static int wait_used(uint16_t idx, int ms)
+{
+	while (*(volatile uint16_t *)&USED[1] != idx && ms-- > 0)
+		usleep(1000);
+	return *(volatile uint16_t *)&USED[1] == idx;
+}
+
 /* A good read of sector 0: header, 512-byte buffer, status byte. */
 static void valid(const char *name)
 {
@@ -149,8 +160,8 @@ static void valid(const char *name)
 	DESC[1] = (struct desc){ data_pa + 0x100, 512, F_NEXT | F_WRITE, 2 };
 	DESC[2] = (struct desc){ data_pa + 0x800, 1, F_WRITE, 0 };
 	kick(1, 0);
-	usleep(10000);
-	ok = USED[1] == 1 && *status == 0 && !(rd(R_STATUS) & S_NEEDS_RESET);
+	ok = wait_used(1, 20000) && *status == 0 &&
+	     !(rd(R_STATUS) & S_NEEDS_RESET);
 	printf("CUBE-L2-EVIL %s %s used=%u status=%u\n", name,
 	       ok ? "ok" : "FAIL", USED[1], *status);
 	failures += !ok;
