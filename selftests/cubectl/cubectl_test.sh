@@ -54,6 +54,10 @@ veths() {
 	ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^cube[0-9]+(@|$)/' | wc -l
 }
 
+no_vmm() {
+	[ "$(vmm_procs)" = 0 ]
+}
+
 no_veth() {
 	[ "$(veths)" = 0 ]
 }
@@ -545,7 +549,7 @@ while True:
 	else
 		not_ok "no sandbox is left" "$($C ls)"
 	fi
-	if wait_until 30 test "$(vmm_procs)" = 0; then
+	if wait_until 30 no_vmm; then
 		ok "no cube-vmm or cube-shim process is left"
 	else
 		not_ok "no cube-vmm or cube-shim process is left" \

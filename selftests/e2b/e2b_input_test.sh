@@ -28,7 +28,7 @@ export CUBE_STATE_DIR=$W/state CUBE_RUN_DIR=$W/run
 API=3100
 ENVD=49100
 KEY=cube-input-key
-n=0 failed=0 cubed_pid=
+n=0 failed=0 cubed_pid= BODYPAT=
 
 ok() {
 	n=$((n + 1))
@@ -85,6 +85,15 @@ vmm_procs() {
 	cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^cube-\(vmm\|shim\)$'
 }
 
+# conditions to wait for: evaluated on each try
+no_vmm() {
+	[ "$(vmm_procs)" = 0 ]
+}
+
+no_sandbox() {
+	[ "$(sandboxes)" = 0 ]
+}
+
 sandboxes() {
 	$C --json stats | sed -n 's/.*"sandboxes": *\([0-9]*\).*/\1/p'
 }
@@ -134,7 +143,7 @@ cleanup() {
 	for id in $($C --json ls 2>/dev/null | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
 		$C kill "$id" >/dev/null 2>&1
 	done
-	wait_for 60 test "$(sandboxes)" = 0
+	wait_for 60 no_sandbox
 	for t in $($C template ls 2>/dev/null | awk 'NR > 1 { print $1 }'); do
 		$C template rm "$t" >/dev/null 2>&1
 	done
@@ -142,7 +151,8 @@ cleanup() {
 }
 
 # refused WANT NAME PORT METHOD PATH [BODY [HEADER...]]: the request is
-# answered WANT (one status, or several separated by |) and nothing changes
+# answered WANT (one status, or several separated by |), its body holds
+# $BODYPAT if set, and nothing changes
 refused() {
 	want=$1 name=$2
 	shift 2
@@ -152,7 +162,9 @@ refused() {
 	msg=$(head -c 200 $W/body | tr '\n' ' ')
 	case "|$want|" in
 	*"|$got|"*)
-		if cmp -s $W/before $W/after; then
+		if [ -n "$BODYPAT" ] && ! grep -q "$BODYPAT" $W/body; then
+			not_ok "$name: $want, nothing changed" "no '$BODYPAT' in: $msg"
+		elif cmp -s $W/before $W/after; then
 			ok "$name: $got, nothing changed"
 		else
 			not_ok "$name: $want, nothing changed" \
@@ -269,19 +281,24 @@ run() {
 		"Authorization: Basic $(printf '%s:' "$KEY" | base64)"
 	refused 401 "list without an API key" $API GET /v2/sandboxes "" ""
 	refused 401 "kill of the live one without an API key" $API DELETE "/sandboxes/$S" "" ""
-	# envd: no sandbox header, a traversal in it, no token, a wrong token
+	# envd: no sandbox header, a traversal in it, no token, a wrong token.
+	# Start streams its answer (Connect): a refusal is status 200 with
+	# an end-of-stream message that carries the error code.
 	rpc='{"process":{"cmd":"/bin/touch","args":["/tmp/pwned"]}}'
-	refused 400 "envd Start without E2b-Sandbox-Id" $ENVD POST /process.Process/Start "$rpc" \
+	BODYPAT='"code":"invalid_argument"'
+	refused 200 "envd Start without E2b-Sandbox-Id: invalid_argument" $ENVD POST /process.Process/Start "$rpc" \
 		"Connect-Protocol-Version: 1"
-	# unavailable: the Connect code of a sandbox not found (503, or the
-	# 502 E2B's envd answers)
-	refused "502|503" "envd Start with a traversal in E2b-Sandbox-Id" $ENVD POST /process.Process/Start "$rpc" \
+	BODYPAT='"code":"unavailable"'
+	refused 200 "envd Start with a traversal in E2b-Sandbox-Id: unavailable" $ENVD POST /process.Process/Start "$rpc" \
 		"E2b-Sandbox-Id: ../$S" "Connect-Protocol-Version: 1"
-	refused 401 "envd Start without an access token" $ENVD POST /process.Process/Start "$rpc" \
+	BODYPAT='"code":"unauthenticated"'
+	refused 200 "envd Start without an access token: unauthenticated" $ENVD POST /process.Process/Start "$rpc" \
 		"E2b-Sandbox-Id: $S" "Connect-Protocol-Version: 1"
-	refused 401 "envd Start with a wrong access token" $ENVD POST /process.Process/Start "$rpc" \
+	BODYPAT='"code":"unauthenticated"'
+	refused 200 "envd Start with a wrong access token: unauthenticated" $ENVD POST /process.Process/Start "$rpc" \
 		"E2b-Sandbox-Id: $S" "X-Access-Token: 00000000000000000000000000000000" \
 		"Connect-Protocol-Version: 1"
+	BODYPAT=
 	refused 401 "envd file read with a wrong access token" $ENVD GET "/files?path=/etc/hostname" "" \
 		"E2b-Sandbox-Id: $S" "X-Access-Token: 00000000000000000000000000000000"
 	# none of those reached the guest
@@ -396,9 +413,9 @@ damaged_state() {
 	stop_cubed
 	[ -n "$N" ] && $C kill "$N" >/dev/null 2>&1
 	$C kill "$S" >/dev/null 2>&1
-	wait_for 60 test "$(sandboxes)" = 0
+	wait_for 60 no_sandbox
 	st=$?
-	wait_for 30 test "$(vmm_procs)" = 0 && [ $st = 0 ]
+	wait_for 30 no_vmm && [ $st = 0 ]
 	[ $? = 0 ] && ok "no sandbox and no VMM process is left" ||
 		not_ok "no sandbox and no VMM process is left" "$($C ls); $(vmm_procs) VMM processes"
 }

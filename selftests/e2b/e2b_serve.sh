@@ -42,6 +42,15 @@ vmm_procs() {
 	cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^cube-\(vmm\|shim\)$'
 }
 
+# conditions to wait for: evaluated on each try
+no_vmm() {
+	[ "$(vmm_procs)" = 0 ]
+}
+
+no_sandbox() {
+	[ "$(sandboxes)" = 0 ]
+}
+
 # wait_for SECONDS CMD...: poll CMD until it succeeds
 wait_for() {
 	t=$1
@@ -186,14 +195,14 @@ done
 [ -n "$kept" ] && $C kill $kept >/dev/null 2>&1
 # a warm pool asked for on the command line goes with its sandboxes
 [ -n "$pool" ] && $C pool set base --size 0 >/dev/null 2>&1
-wait_for 60 test "$(sandboxes)" = 0
+wait_for 60 no_sandbox
 st=$?
 for id in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
 	left="$left $id($(head -c 200 "$CUBE_RUN_DIR/sandboxes/$id/e2b.json" 2>/dev/null))"
 done
 check "no sandbox is left but those the SDK run keeps on purpose ($(echo $kept | wc -w) killed here)" \
 	$st "left:$left"
-wait_for 30 test "$(vmm_procs)" = 0
+wait_for 30 no_vmm
 check "no cube-vmm or cube-shim process is left" $? "$(vmm_procs) running"
 paused=$(ls "$CUBE_STATE_DIR/paused" 2>/dev/null)
 forks=$(ls "$CUBE_STATE_DIR/forks" 2>/dev/null)
