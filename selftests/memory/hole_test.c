@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 
 #include "cube_test.h"
+#include "cube_wait.h"
 #include "mem_util.h"
 
 FIXTURE(hole) {
@@ -212,8 +213,7 @@ TEST_F(hole, holes_map_the_zero_page_without_a_count)
 		_exit(kpagecount(hpfn) - before < (int64_t)n ? 0 : 2);
 	}
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
-	ASSERT_TRUE(WIFEXITED(st));
-	EXPECT_EQ(WEXITSTATUS(st), 0);
+	EXPECT_EXIT(st, 0);
 	after = kpagecount(hpfn);
 	EXPECT_LT(after - before, (int64_t)n);
 	for (i = 0; i < n; i++)
@@ -457,11 +457,7 @@ TEST_F(hole, private_pages_are_charged_to_the_faulting_cgroup)
 	}
 	ASSERT_EQ(waitpid(pid, &st_, 0), pid);
 	/* the memory cgroup's OOM killer ended it: it could not grow past */
-	EXPECT_TRUE(WIFSIGNALED(st_));
-	if (WIFSIGNALED(st_))
-		EXPECT_EQ(WTERMSIG(st_), SIGKILL);
-	else
-		TH_LOG("child exited with %d", WEXITSTATUS(st_));
+	EXPECT_KILLED(st_, SIGKILL);
 	EXPECT_GE(cg_read_key(cg, "memory.events", "oom_kill"), 1);
 	peak = cg_read_number(cg, "memory.peak");
 	if (peak >= 0)

@@ -11,6 +11,7 @@
 #include <sys/time.h>
 
 #include "cube_test.h"
+#include "cube_wait.h"
 #include "cube_nl.h"
 #include "sb_util.h"
 
@@ -493,8 +494,7 @@ TEST_F(nl, cap_net_admin_required)
 		_exit(0);
 	}
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0);
+	EXPECT_EXIT(status, 0);
 	/* nothing changed */
 	ASSERT_EQ(cnl_pool_get(&self->nl, "capt", &p), 0);
 	EXPECT_EQ(p.size, 1u);

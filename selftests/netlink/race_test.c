@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cube_test.h"
+#include "cube_wait.h"
 #include "cube_nl.h"
 #include "sb_util.h"
 
@@ -109,7 +110,7 @@ TEST(takers_32_on_16)
 	}
 	for (i = 0; i < NR_TAKERS; i++) {
 		ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
-		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		EXPECT_EXIT(status, 0);
 	}
 	EXPECT_EQ(ok, NR_SANDBOXES);
 	EXPECT_EQ(again, NR_TAKERS - NR_SANDBOXES);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "cube_test.h"
+#include "cube_wait.h"
 #include "cube_nl.h"
 #include "sb_util.h"
 
@@ -499,7 +500,7 @@ TEST_F(sb, netns_open)
 		      errno == EPERM ? 0 : 11);
 	}
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EXIT(status, 0);
 
 	/* gone with the sandbox */
 	close(self->fd);
