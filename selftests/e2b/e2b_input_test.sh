@@ -178,8 +178,8 @@ refused() {
 }
 
 # every status-checked refusal below, as "WANT|NAME|METHOD|PATH|BODY"
-# (WANT may list statuses separated by commas: where the HTTP library may
-# refuse a URL before cubed sees it; BODY may be @FILE); @S@ is the live
+# (WANT may list statuses separated by commas, where the HTTP library or
+# the router may refuse a URL in more than one way; BODY may be @FILE); @S@ is the live
 # sandbox's id
 API_CASES='
 400|truncated JSON|POST|/v2/sandboxes|{"templateID":"base"
@@ -214,7 +214,7 @@ API_CASES='
 400,404|get: a traversal path|GET|/sandboxes/../../etc/passwd|
 404|get: a negative id|GET|/sandboxes/-1|
 404|get: an id beyond 64 bits|GET|/sandboxes/999999999999999999999999999|
-400,404|kill: an id with an encoded NUL|DELETE|/sandboxes/%00|
+400,404,405|kill: an id with an encoded NUL|DELETE|/sandboxes/%00|
 400,404|kill: the live id with a traversal suffix|DELETE|/sandboxes/@S@%2F..|
 404|pause: an unknown id|POST|/sandboxes/99999999999999999999999/pause|
 400|timeout of the live one: negative|POST|/sandboxes/@S@/timeout|{"timeout":-5}
