@@ -159,9 +159,10 @@ benchmarks: all
 	  bench/vmm_bench -k $${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)}; } 2>&1 | tee $(TOP)/build/bench-native/run.log
 	bench/report.sh $(TOP)/build/bench-native/run.log kvm
 else
-# Two L1 boots: the bench group (TIMEOUT bounds it whatever happens; STALL
+# Three L1 boots: the bench group (TIMEOUT bounds it whatever happens; STALL
 # above sandbox_bench.sh's own 900 s deadline, which ends a hung run cleanly), then
-# the E2B SDK's latency; the figures of both go to build/bench/<date>-<commit>/.
+# the E2B SDK's latency with a warm pool and without one; the figures of all
+# go to build/bench/<date>-<commit>/.
 BENCH_VMTEST_DIR := $(TOP)/build/vmtest-bench
 benchmarks:
 	st=0; $(MAKE) -C selftests/qemu run T=bench MEM=6144 TIMEOUT=$${BENCH_TIMEOUT:-1500} STALL=1000 \

@@ -575,7 +575,7 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 		c->threads += proc_value(pid, "Threads:");
 		c->minflt += proc_minflt(pid);
 		if (cube_sandbox_path(path, sizeof(path), s[i].id, "control") == 0 &&
-		    cube_control(path, "status", reply, sizeof(reply)) == 0 &&
+		    cube_control(path, "status\n", reply, sizeof(reply)) == 0 &&
 		    (e = strstr(reply, "exits=")))
 			c->exits += strtol(e + 6, NULL, 10);
 		c->seen++;

@@ -13,6 +13,10 @@
 #     a warm pool as large as the largest concurrency, kept full by cubed;
 #   * memory: $BENCH_MEM_N (default "1 10 30") idle sandboxes at once, per
 #     sandbox: host memory, cgroup, guest private pages, VMM overhead;
+#   * what an idle guest does: one sandbox idles $BENCH_PROBE_S seconds
+#     (default 20; 0 leaves this out) while the guest kernel traces its
+#     timers, work items and interrupts; the most frequent are listed, with
+#     their rate (the wakeups that cost VM exits while nothing runs);
 #   * density: idle sandboxes made until they use $BENCH_DENSITY_MIB
 #     (default 512; 0 leaves this out) of host memory, at most
 #     $BENCH_DENSITY_MAX (default 40), once onto /dev/cube clones and once
@@ -59,6 +63,14 @@ if [ "${BENCH_HEARTBEAT:-0}" -gt 0 ]; then
 	while :; do
 		sleep "$BENCH_HEARTBEAT"
 		echo "# alive: uptime $(cut -d' ' -f1 /proc/uptime) s, $(ls /proc | grep -c '^[0-9]') processes"
+		# where each of the benchmark's processes waits
+		for p in /proc/[0-9]*; do
+			c=$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null | cut -c 1-100)
+			case $c in
+			*cubectl*|*cube-shim*|*cube-vmm*|*cubed*|*sandbox_bench\ *)
+				echo "#   ${p#/proc/} $(cat "$p/wchan" 2>/dev/null) $c" ;;
+			esac
+		done
 	done &
 	beat=$!
 fi
@@ -163,6 +175,49 @@ if [ "${BENCH_POOL:-1}" = 1 ]; then
 	wait "$cubed" 2>/dev/null
 	cubed=
 	sed 's/^/# cubed: /' "$work/cubed.log" | tail -n 5
+fi
+
+# what an idle guest still does: its kernel's trace of timers that fired,
+# work items run and interrupts taken while one sandbox idles
+probe_s=${BENCH_PROBE_S:-20}
+if [ "$probe_s" -gt 0 ] && id=$($C create --template $T 2>/dev/null); then
+	$C exec "$id" -- true >/dev/null 2>&1
+	$C exec "$id" -- sh -c '
+t=/sys/kernel/tracing
+[ -w $t/trace ] || mount -t tracefs tracefs $t 2>/dev/null
+[ -w $t/trace ] || { echo "no tracefs in the guest"; exit 3; }
+echo 0 > $t/tracing_on; echo > $t/trace
+for e in timer/timer_expire_entry timer/hrtimer_expire_entry \
+	 workqueue/workqueue_execute_start irq/irq_handler_entry; do
+	echo 1 > $t/events/$e/enable || exit 3
+done
+echo 1 > $t/tracing_on; sleep '"$probe_s"'; echo 0 > $t/tracing_on
+cat $t/trace' > "$work/probe" 2>&1
+	st=$?
+	$C kill "$id" >/dev/null 2>&1
+	if [ $st = 0 ]; then
+		awk -v s="$probe_s" '
+		/ timer_expire_entry:| hrtimer_expire_entry:/ {
+			if (match($0, /function=[^ ]+/)) k["timer " substr($0, RSTART + 9, RLENGTH - 9)]++
+			t++
+		}
+		/ workqueue_execute_start:/ {
+			if (match($0, /function [^ ]+/)) k["work " substr($0, RSTART + 9, RLENGTH - 9)]++
+			w++
+		}
+		/ irq_handler_entry:/ {
+			if (match($0, /name=[^ ]+/)) k["irq " substr($0, RSTART + 5, RLENGTH - 5)]++
+			q++
+		}
+		END {
+			for (x in k) printf "%d %s\n", k[x], x
+			printf "bench: figure=idle_guest window_s=%d timers_per_s=%.2f work_per_s=%.2f irqs_per_s=%.2f\n", s, t / s, w / s, q / s > "/dev/stderr"
+		}' "$work/probe" 2> "$work/probe.fig" | sort -rn | head -n 15 |
+			awk -v s="$probe_s" '{ n = $1; $1 = ""; printf "# idle guest: %6.2f a second %s\n", n / s, $0 }'
+		cat "$work/probe.fig"
+	else
+		echo "# idle guest: no trace ($(tail -n 1 "$work/probe"))"
+	fi
 fi
 
 # density: onto /dev/cube clones, then the MAP_PRIVATE file path

@@ -650,8 +650,11 @@ int cube_control(const char *path, const char *req, char *reply, size_t len)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* a request is one line: the VMM answers nothing before its end */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+	    write(fd, req, strlen(req)) != (ssize_t)strlen(req) ||
+	    (req[0] && req[strlen(req) - 1] != '\n' &&
+	     write(fd, "\n", 1) != 1)) {
 		ret = -errno;
 		close(fd);
 		return ret;

@@ -121,7 +121,8 @@ struct cube_agent;
 /* a new connection to the sandbox's guest agent */
 int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
 
-/* one request on a VMM control socket; -EIO when it answers ERR */
+/* one request (a line; the newline is added when @req lacks it) on a VMM
+ * control socket; -EIO when it answers ERR */
 int cube_control(const char *path, const char *req, char *reply, size_t len);
 
 /*
