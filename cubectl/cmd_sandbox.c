@@ -147,13 +147,19 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 		}
 	}
 	if (ret) {
+		/*
+		 * The shim records the end time before it marks the sandbox
+		 * running: cubed, which adopts running sandboxes and writes
+		 * their e2b.json, never sees it without one.
+		 */
+		l.end_after = timeout;
 		ret = cube_sandbox_launch(&l, &id, err);
 		if (ret) {
 			cube_nl_close(nl);
 			return launch_error(ret, err);
 		}
-	}
-	if (timeout) {
+	} else if (timeout) {
+		/* taken from a pool: cube_meta_write_end() locks out cubed */
 		ret = cube_meta_write_end(id, time(NULL) + timeout);
 		if (ret) {
 			/* no half-configured sandbox stays behind */

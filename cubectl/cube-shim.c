@@ -56,6 +56,7 @@ struct shim {
 	unsigned int vcpus, memory_mb, boot_timeout;
 	const char *pool;
 	const char *own_snapshot;
+	unsigned int end_after;		/* --end-after: seconds, 0 for none */
 	struct cube_sandbox_label labels[CUBE_LABELS_MAX];
 	unsigned int nlabels;
 	int report_fd;
@@ -117,6 +118,7 @@ static int parse_args(struct shim *s, int argc, char **argv)
 		{ "label", required_argument, NULL, 'l' },
 		{ "report-fd", required_argument, NULL, 'r' },
 		{ "net-policy", required_argument, NULL, 'n' },
+		{ "end-after", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end, *eq;
@@ -178,11 +180,19 @@ static int parse_args(struct shim *s, int argc, char **argv)
 			s->has_net = true;
 			break;
 		}
+		case 'e':
+			s->end_after = strtoul(optarg, &end, 10);
+			if (*end || !s->end_after || s->end_after > 86400)
+				return -EINVAL;
+			break;
 		default:
 			return -EINVAL;
 		}
 	}
 	if (!s->template_name[0] || optind >= argc)
+		return -EINVAL;
+	/* a warm sandbox's end is set by whoever takes it */
+	if (s->end_after && s->pool)
 		return -EINVAL;
 	s->vmm_argv = argv + optind;
 	s->vmm_argc = argc - optind;
@@ -368,6 +378,42 @@ static void remove_dir(struct shim *s)
 	snprintf(p, sizeof(p), "%s/vsock_%u", s->dir, CUBE_AGENT_VSOCK_PORT);
 	unlink(p);
 	rmdir(s->dir);
+}
+
+/*
+ * The end time (--end-after), in the run directory's e2b.json (see
+ * e2b/cube_backend.h), written before the sandbox is marked running:
+ * cubed's expiry, which only looks at running sandboxes, never sees this
+ * one without its end, and nobody else writes the file before then.
+ */
+static int write_end(struct shim *s)
+{
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 16], buf[64];
+	int fd, n, ret = 0;
+
+	if (!s->end_after)
+		return 0;
+	snprintf(path, sizeof(path), "%s/e2b.json", s->dir);
+	snprintf(tmp, sizeof(tmp), "%s/e2b.json.tmp", s->dir);
+	n = snprintf(buf, sizeof(buf), "{\"end_at\":%lld}",
+		     (long long)time(NULL) + s->end_after);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+	} else {
+		if (write(fd, buf, n) != n)
+			ret = -EIO;
+		if (close(fd) && !ret)
+			ret = -errno;
+		if (!ret && rename(tmp, path))
+			ret = -errno;
+		if (ret)
+			unlink(tmp);
+	}
+	if (ret)
+		report(s, -ret, "cannot record the sandbox's end time: %s",
+		       strerror(-ret));
+	return ret;
 }
 
 static int start_vmm(struct shim *s)
@@ -680,6 +726,9 @@ int main(int argc, char **argv)
 		if (ioctl(s.sbfd, CUBE_IOC_SANDBOX_POOL_ENTER, &pa))
 			ret = -errno;
 	} else if (!ret) {
+		ret = write_end(&s);
+		if (ret)
+			goto out;
 		ret = set_state(&s, CUBE_SANDBOX_RUNNING, 0);
 	}
 	if (ret) {

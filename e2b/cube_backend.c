@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,15 +39,56 @@ static void kvs_to_json(struct json_object *o, const char *k,
 	json_object_object_add(o, k, m);
 }
 
-static void meta_stat(uint64_t id, struct timespec *out)
+/*
+ * The mtime and inode of a sandbox's e2b.json: a save is a rename of a new
+ * file, so the inode tells a change the clock's granularity may hide.
+ */
+static void meta_stat(uint64_t id, struct timespec *out, ino_t *ino)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
 	memset(out, 0, sizeof(*out));
+	*ino = 0;
 	if (!cube_sandbox_path(path, sizeof(path), id, "e2b.json") &&
-	    !stat(path, &st))
+	    !stat(path, &st)) {
 		*out = st.st_mtim;
+		*ino = st.st_ino;
+	}
+}
+
+/*
+ * cubectl (cube_meta_write_end()) and cubed (adopting a sandbox) are two
+ * processes writing the same e2b.json: each reads, changes and saves it
+ * holding this lock on the run directory, so neither loses what the
+ * other wrote, nor renames away the other's e2b.json.tmp.  Returns the
+ * locked directory's fd, or -errno (no run directory: the sandbox is gone).
+ */
+static int meta_lock(uint64_t id)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (cube_sandbox_path(path, sizeof(path), id, NULL))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX)) {
+		if (errno != EINTR) {
+			int ret = -errno;
+
+			close(fd);
+			return ret;
+		}
+	}
+	return fd;
+}
+
+static void meta_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);	/* drops the lock */
 }
 
 static struct json_object *sbx_json(const struct sbx *s)
@@ -116,7 +158,7 @@ int cube_be_meta_save(struct sbx *s)
 		return -ENOMEM;
 	ret = json_save(path, o);
 	if (!ret)
-		meta_stat(s->id, &s->meta_mtime);
+		meta_stat(s->id, &s->meta_mtime, &s->meta_ino);
 	return ret;
 }
 
@@ -125,8 +167,11 @@ static void meta_load(struct sbx *s);
 int cube_meta_write_end(uint64_t id, time_t end_at)
 {
 	struct sbx s = { .id = id };
-	int ret = 0;
+	int lock, ret = 0;
 
+	lock = meta_lock(id);
+	if (lock < 0)
+		return lock;
 	/* keep what is there (a token cubed gave out), change the end */
 	meta_load(&s);
 	s.end_at = end_at;
@@ -134,6 +179,7 @@ int cube_meta_write_end(uint64_t id, time_t end_at)
 		ret = e2b_token_new(s.token);
 	if (!ret)
 		ret = cube_be_meta_save(&s);
+	meta_unlock(lock);
 	e2b_kvs_free(&s.metadata);
 	e2b_kvs_free(&s.env);
 	e2b_net_free(&s.net);
@@ -193,7 +239,7 @@ static void meta_load(struct sbx *s)
 
 	if (cube_sandbox_path(path, sizeof(path), s->id, "e2b.json"))
 		return;
-	meta_stat(s->id, &s->meta_mtime);
+	meta_stat(s->id, &s->meta_mtime, &s->meta_ino);
 	o = json_object_from_file(path);
 	if (!o)
 		return;
@@ -363,6 +409,7 @@ struct sbx *cube_be_adopt_locked(struct cube_backend *b,
 
 	if (!s) {
 		bool fresh = false;
+		int lock, ret = 0;
 
 		s = calloc(1, sizeof(*s));
 		if (!s)
@@ -371,22 +418,21 @@ struct sbx *cube_be_adopt_locked(struct cube_backend *b,
 		s->started_at = ns->created_ns ?
 				(time_t)(ns->created_ns / 1000000000ULL) :
 				time(NULL);
+		/* cubectl may be writing its end time: read and save locked */
+		lock = meta_lock(s->id);
 		meta_load(s);
 		if (!s->eid[0]) {
-			if (cube_be_assign_eid_locked(b, s)) {
-				sbx_free(s);
-				return NULL;
-			}
+			ret = cube_be_assign_eid_locked(b, s);
 			fresh = true;
 		}
-		if (!s->token[0]) {
-			if (e2b_token_new(s->token)) {
-				sbx_free(s);
-				return NULL;
-			}
+		if (!ret && !s->token[0]) {
+			ret = e2b_token_new(s->token);
 			fresh = true;
 		}
-		if (fresh && cube_be_meta_save(s)) {
+		if (!ret && fresh)
+			ret = cube_be_meta_save(s);
+		meta_unlock(lock);
+		if (ret) {
 			sbx_free(s);
 			return NULL;
 		}
@@ -441,11 +487,13 @@ int cube_be_sync_locked(struct cube_backend *b)
 				live = true;
 		if (live) {
 			struct timespec mt;
+			ino_t ino;
 
 			/* cubectl may have written its end time meanwhile */
-			meta_stat(s->id, &mt);
+			meta_stat(s->id, &mt, &ino);
 			if (mt.tv_sec != s->meta_mtime.tv_sec ||
-			    mt.tv_nsec != s->meta_mtime.tv_nsec) {
+			    mt.tv_nsec != s->meta_mtime.tv_nsec ||
+			    ino != s->meta_ino) {
 				e2b_kvs_free(&s->metadata);
 				e2b_kvs_free(&s->env);
 				meta_load(s);

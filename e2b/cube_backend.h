@@ -41,7 +41,13 @@ void cube_backend_forget(struct cube_backend *b, uint64_t id);
 struct e2b_proxy_ops;
 extern const struct e2b_proxy_ops cube_backend_proxy_ops;
 
-/* the end-time file of a sandbox, written by cubectl create --timeout */
+/*
+ * Record the end time of sandbox @id (cubectl create --timeout of a
+ * sandbox taken from a pool; a freshly started one has it written by
+ * cube-shim --end-after before it is marked running), holding the run
+ * directory's lock against cubed adopting the sandbox meanwhile.
+ * -ENOENT: the sandbox's run directory is gone.
+ */
 int cube_meta_write_end(uint64_t id, time_t end_at);
 
 #endif /* CUBE_BACKEND_H */

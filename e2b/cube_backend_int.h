@@ -43,6 +43,7 @@ struct sbx {
 	unsigned int vcpus;
 	unsigned int memory_mb;
 	struct timespec meta_mtime;	/* of e2b.json when last read or written */
+	ino_t meta_ino;			/* and its inode: each save is a new one */
 	/* the E2B id: the module id, or the first one of a resumed sandbox */
 	char eid[E2B_ID_MAX + 1];
 	bool pausing;			/* a pause is snapshotting it */

@@ -498,7 +498,7 @@ static int read_report(int fd, int timeout_s, uint64_t *id, char *err)
 int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 {
 	char *policy = NULL;
-	char shim[PATH_MAX], vmm[PATH_MAX], num[3][32];
+	char shim[PATH_MAX], vmm[PATH_MAX], num[4][32];
 	const char *argv[64 + 2 * CUBE_LABELS_MAX];
 	char labels[CUBE_LABELS_MAX][CUBE_NAME_MAX + CUBE_LABEL_VALUE_MAX + 2];
 	unsigned int timeout = l->boot_timeout ? l->boot_timeout :
@@ -541,6 +541,11 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 	if (l->pool) {
 		argv[argc++] = "--pool";
 		argv[argc++] = l->pool;
+	}
+	if (l->end_after) {
+		snprintf(num[3], sizeof(num[3]), "%u", l->end_after);
+		argv[argc++] = "--end-after";
+		argv[argc++] = num[3];
 	}
 	if (l->own_snapshot) {
 		argv[argc++] = "--own-snapshot";

@@ -98,6 +98,11 @@ struct cube_launch {
 	const char *pool;
 	unsigned int boot_timeout;
 	bool own_snapshot;
+	/*
+	 * seconds from when it is ready until cubed ends it (0: no end),
+	 * recorded before the sandbox is marked running; not with @pool
+	 */
+	unsigned int end_after;
 	/* egress policy; NULL: "internet" where the template has a device */
 	const struct cube_net_policy *net;
 };
