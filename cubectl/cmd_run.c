@@ -269,6 +269,13 @@ int cmd_run(struct cctx *c, int argc, char **argv)
 		argv[optind + 2] = argv[optind];
 		optind += 2;
 	}
+	/* run ID --language: the option without its value is no code */
+	if (argc - optind == 2 &&
+	    (!strcmp(argv[optind + 1], "--language") ||
+	     !strcmp(argv[optind + 1], "-l") ||
+	     !strncmp(argv[optind + 1], "--language=", 11)))
+		return cc_err(EX_USAGE, "usage: %s run ID [--language L] CODE|- (--language needs a value and code follows it)",
+			      cc_prog);
 	if (argc - optind != 2)
 		return cc_err(EX_USAGE, "usage: %s run ID [--language L] CODE|-", cc_prog);
 	if (cc_parse_id(argv[optind], &r.id))

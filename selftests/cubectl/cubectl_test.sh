@@ -168,6 +168,8 @@ BAD_LIVE='
 2 run @ID@
 2 run x print(1)
 2 run --bogus @ID@ print(1)
+2 run @ID@ --language
+2 run @ID@ -l
 3 run 999999 print(1)
 2 fork
 2 fork x
