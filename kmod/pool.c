@@ -85,7 +85,13 @@ int cube_pool_create(const char *name, const char *template, u32 target,
 	return ret;
 }
 
-static void cube_pool_free_locked(struct cube_pool *pool)
+/*
+ * Free @pool; cube_pool_lock is held.  Its warm sandboxes leave it and,
+ * with @kill, are asked to stop: nobody took them, so nobody else would
+ * end them.  A member is alive while it is on the list (its teardown
+ * takes it off under cube_pool_lock first), so it can be killed here.
+ */
+static void cube_pool_free_locked(struct cube_pool *pool, bool kill)
 {
 	struct cube_sandbox *sb, *tmp;
 
@@ -94,6 +100,8 @@ static void cube_pool_free_locked(struct cube_pool *pool)
 		list_del_init(&sb->pool_node);
 		sb->pool = NULL;
 		mutex_unlock(&sb->lock);
+		if (kill)
+			cube_sandbox_kill(sb, CUBE_KILL_GRACE_MS_DEFAULT);
 	}
 	list_del(&pool->node);
 	cube_nr_pools--;
@@ -101,7 +109,16 @@ static void cube_pool_free_locked(struct cube_pool *pool)
 	kfree(pool);
 }
 
-/* Destroy a pool; its sandboxes stay ready but are no longer pooled. */
+/**
+ * cube_pool_destroy() - delete a pool and end its warm sandboxes
+ * @name: the pool
+ *
+ * The sandboxes waiting in the pool (never taken) are asked to stop, with
+ * the default grace period, as by CUBE_CMD_KILL_SANDBOX; those taken from
+ * it before are not the pool's any more and go on.
+ *
+ * Return: 0 or -ENOENT (no such pool).
+ */
 int cube_pool_destroy(const char *name)
 {
 	struct cube_pool *pool;
@@ -110,7 +127,7 @@ int cube_pool_destroy(const char *name)
 	mutex_lock(&cube_pool_lock);
 	pool = cube_pool_find(name);
 	if (pool)
-		cube_pool_free_locked(pool);
+		cube_pool_free_locked(pool, true);
 	else
 		ret = -ENOENT;
 	mutex_unlock(&cube_pool_lock);
@@ -122,8 +139,9 @@ void cube_pool_destroy_all(void)
 	struct cube_pool *pool, *tmp;
 
 	mutex_lock(&cube_pool_lock);
+	/* on unload: no sandbox is left to kill */
 	list_for_each_entry_safe(pool, tmp, &cube_pools, node)
-		cube_pool_free_locked(pool);
+		cube_pool_free_locked(pool, false);
 	mutex_unlock(&cube_pool_lock);
 }
 

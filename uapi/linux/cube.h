@@ -507,7 +507,7 @@ struct cube_mem_stats {
  * @CUBE_CMD_GET_POOL: one pool (doit) or all of them (dumpit)
  * @CUBE_CMD_TAKE_POOL: claim one ready sandbox from a pool
  * @CUBE_CMD_SET_POOL: change a pool's watermarks
- * @CUBE_CMD_DEL_POOL: destroy a pool
+ * @CUBE_CMD_DEL_POOL: destroy a pool; its warm sandboxes are asked to stop
  * @CUBE_CMD_EVENT_SANDBOX_NEW: event: a sandbox was created
  * @CUBE_CMD_EVENT_SANDBOX_STATE: event: a sandbox changed state
  * @CUBE_CMD_EVENT_SANDBOX_EXIT: event: a sandbox exited (with its reason)
