@@ -285,7 +285,7 @@ static pid_t vmm_pid(uint64_t id)
 	char *argv[] = { (char *)cubectl, "--json", "inspect", ids, NULL };
 	posix_spawn_file_actions_t fa;
 	pid_t shim = 0, child = 0, pid;
-	int pfd[2];
+	int pfd[2], depth = 0;
 	ssize_t n = 0, r;
 	FILE *f;
 
@@ -312,14 +312,23 @@ static pid_t vmm_pid(uint64_t id)
 		shim = strtol(p + 1, NULL, 10);
 	if (shim <= 0)
 		return 0;
-	snprintf(buf, sizeof(buf), "/proc/%d/task/%d/children", shim, shim);
-	f = fopen(buf, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%d", &child) != 1)
-		child = 0;
-	fclose(f);
-	return child;
+	/*
+	 * shim -> cube-vmm, which runs the VM in a child of its own inside
+	 * the sandbox's cgroup and only waits for it: the deepest is the VMM
+	 */
+	for (pid = shim; depth < 3; depth++) {
+		snprintf(buf, sizeof(buf), "/proc/%d/task/%d/children", pid, pid);
+		f = fopen(buf, "r");
+		if (!f)
+			break;
+		if (fscanf(f, "%d", &child) != 1)
+			child = 0;
+		fclose(f);
+		if (child <= 0)
+			break;
+		pid = child;
+	}
+	return pid == shim ? 0 : pid;
 }
 
 static long proc_value(pid_t pid, const char *key)
@@ -351,8 +360,9 @@ static long proc_minflt(pid_t pid)
 	if (!f)
 		return -1;
 	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
-		/* fields after "comm)": state(3) ... minflt(10) */
-		for (i = 3; i < 10 && p; i++)
+		/* the Nth field follows the (N - 2)th space after "comm)":
+		 * minflt is the 10th */
+		for (i = 3; i <= 10 && p; i++)
 			p = strchr(p + 1, ' ');
 		if (p)
 			v = strtol(p + 1, NULL, 10);
@@ -526,8 +536,9 @@ static long long cpu_ticks(pid_t pid)
 	if (!f)
 		return -1;
 	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
-		/* after "comm)": state is field 3, utime 14, stime 15 */
-		for (i = 3; i < 14 && p; i++)
+		/* after "comm)": the 12th space precedes utime (field 14),
+		 * then stime */
+		for (i = 3; i <= 14 && p; i++)
 			p = strchr(p + 1, ' ');
 		ok = p && sscanf(p + 1, "%llu %llu", &ut, &st) == 2;
 	}

@@ -65,7 +65,7 @@ if [ "${BENCH_HEARTBEAT:-0}" -gt 0 ]; then
 		echo "# alive: uptime $(cut -d' ' -f1 /proc/uptime) s, $(ls /proc | grep -c '^[0-9]') processes"
 		# where each of the benchmark's processes waits
 		for p in /proc/[0-9]*; do
-			c=$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null | cut -c 1-100)
+			c=$( (tr '\0' ' ' < "$p/cmdline") 2>/dev/null | cut -c 1-100)
 			case $c in
 			*cubectl*|*cube-shim*|*cube-vmm*|*cubed*|*sandbox_bench\ *)
 				echo "#   ${p#/proc/} $(cat "$p/wchan" 2>/dev/null) $c" ;;
