@@ -441,20 +441,40 @@ int cube_be_resume(void *be, const char *sid, char *msg)
 
 /* --- metrics --- */
 
-/* the VMM: the one child of the shim that owns the module sandbox */
-static pid_t vmm_pid(pid_t shim)
+/* the first child of @pid's main thread, 0 if none */
+static pid_t first_child(pid_t pid)
 {
 	char path[64], buf[64];
-	pid_t pid = 0;
+	pid_t child = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", shim, shim);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
 	if (fgets(buf, sizeof(buf), f))
-		pid = atoi(buf);
+		child = atoi(buf);
 	fclose(f);
+	return child;
+}
+
+/*
+ * The VMM running the guest, below the shim that owns the module sandbox.
+ * The shim's child is cube-vmm, but where it makes a cgroup that process
+ * only waits: it forks the VMM proper into the cgroup (vmm/sandbox.c),
+ * which forks nothing.  So the deepest process of the chain.
+ */
+static pid_t vmm_pid(pid_t shim)
+{
+	pid_t pid = first_child(shim), child;
+	int depth;
+
+	for (depth = 0; pid > 0 && depth < 4; depth++) {
+		child = first_child(pid);
+		if (child <= 0)
+			break;
+		pid = child;
+	}
 	return pid;
 }
 
