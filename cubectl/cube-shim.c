@@ -419,7 +419,7 @@ static int write_end(struct shim *s)
 static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
-	char name[32], tapfd[16];
+	char name[32], tapfd[16], sbfd[16];
 	char **argv;
 	int i, n = 0;
 
@@ -440,6 +440,10 @@ static int start_vmm(struct shim *s)
 	argv[n++] = console;
 	argv[n++] = "--id";
 	argv[n++] = name;
+	/* the VMM attaches its restore's clone: the sandbox's memory counters */
+	snprintf(sbfd, sizeof(sbfd), "%d", s->sbfd);
+	argv[n++] = "--cube-sandbox-fd";
+	argv[n++] = sbfd;
 	if (s->net.tap_fd >= 0) {
 		snprintf(tapfd, sizeof(tapfd), "%d", s->net.tap_fd);
 		argv[n++] = "--net-tap-fd";
@@ -473,7 +477,12 @@ static int start_vmm(struct shim *s)
 		}
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* the one fd the VMM inherits besides stdio */
+		/*
+		 * the fds the VMM inherits besides stdio: the sandbox's (it
+		 * closes it once its memory is set up) and the tap
+		 */
+		if (fcntl(s->sbfd, F_SETFD, 0))
+			_exit(127);
 		if (s->net.tap_fd >= 0 && fcntl(s->net.tap_fd, F_SETFD, 0))
 			_exit(127);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -18,6 +19,8 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/cube.h>
 
 #include "acpi.h"
 #include "boot.h"
@@ -65,6 +68,7 @@ struct opts {
 	bool stats;
 	int net_tap_fd;			/* -1: no network device */
 	const char *net_mac;
+	int sandbox_fd;			/* -1: no cube.ko sandbox */
 };
 
 struct vmm {
@@ -105,6 +109,9 @@ static void usage(FILE *f)
 "                       of DIR's memory, else the file mapped MAP_PRIVATE)\n"
 "  --verify-memory      with --restore: check the memory file's crc32\n"
 "  --no-cube            with --restore: map the memory file, no /dev/cube clone\n"
+"  --cube-sandbox-fd N  the inherited fd N of the cube.ko sandbox this VM is:\n"
+"                       a restore's clone is attached to it (its memory\n"
+"                       counters); closed once the memory is set up\n"
 "  --id NAME            sandbox id (cgroup name; default cube-vmm-<pid>)\n"
 "  --no-cgroup          do not create a cgroup\n"
 "  --no-seccomp         do not install the seccomp filter (debugging)\n"
@@ -120,7 +127,7 @@ enum {
 	OPT_MEM, OPT_VCPUS, OPT_VSOCK, OPT_CID, OPT_CONSOLE, OPT_TIMEOUT,
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
-	OPT_NETMAC,
+	OPT_NETMAC, OPT_SANDBOXFD,
 };
 
 static const struct option long_opts[] = {
@@ -135,6 +142,7 @@ static const struct option long_opts[] = {
 	{ "cid", required_argument, NULL, OPT_CID },
 	{ "net-tap-fd", required_argument, NULL, OPT_NETFD },
 	{ "net-mac", required_argument, NULL, OPT_NETMAC },
+	{ "cube-sandbox-fd", required_argument, NULL, OPT_SANDBOXFD },
 	{ "console-log", required_argument, NULL, OPT_CONSOLE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "snapshot-out", required_argument, NULL, OPT_SNAPOUT },
@@ -169,6 +177,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 
 	memset(o, 0, sizeof(*o));
 	o->net_tap_fd = -1;
+	o->sandbox_fd = -1;
 	o->mem_mib = DEFAULT_MEM_MIB;
 	o->vcpus = 1;
 	o->cid = VSOCK_DEFAULT_CID;
@@ -199,6 +208,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			o->net_tap_fd = v;
 			break;
 		case OPT_NETMAC: o->net_mac = optarg; break;
+		case OPT_SANDBOXFD:
+			if (num_opt("cube-sandbox-fd", optarg, 0, INT32_MAX, &v))
+				return -1;
+			o->sandbox_fd = v;
+			break;
 		case OPT_CONSOLE: o->console_log = optarg; break;
 		case OPT_TIMEOUT:
 			if (num_opt("timeout", optarg, 1, 7 * 24 * 3600,
@@ -553,6 +567,17 @@ static int restore_mem_fd(struct vmm *m, struct snap_restore *r, bool *shared)
 		return -1;
 	}
 	*shared = true;
+	/*
+	 * The module sandbox reports the memory of the clone attached to it
+	 * (netlink, cubectl, the E2B metrics): this one, the guest's.
+	 */
+	if (m->o.sandbox_fd >= 0) {
+		struct cube_fd_arg a = { .fd = fd };
+
+		if (ioctl(m->o.sandbox_fd, CUBE_IOC_SANDBOX_SET_CLONE, &a))
+			pr_err("cannot attach the clone to the cube sandbox: %s",
+			       strerror(errno));
+	}
 	return fd;
 }
 
@@ -615,6 +640,11 @@ static int run(struct vmm *m)
 		mem_fd = restore_mem_fd(m, &r, &mem_shared);
 		if (mem_fd < 0)
 			goto out;
+	}
+	/* the sandbox holds the clone now: the VMM needs its fd no more */
+	if (m->o.sandbox_fd >= 0) {
+		close(m->o.sandbox_fd);
+		m->o.sandbox_fd = -1;
 	}
 	i = vm_create(vm, m->o.mem_mib << 20, m->o.vcpus, mem_fd, mem_shared);
 	if (mem_shared)
