@@ -19,7 +19,7 @@
 #     their rate (the wakeups that cost VM exits while nothing runs);
 #   * density: idle sandboxes made until they use $BENCH_DENSITY_MIB
 #     (default 512; 0 leaves this out) of host memory, at most
-#     $BENCH_DENSITY_MAX (default 40), once onto /dev/cube clones and once
+#     $BENCH_DENSITY_MAX (default 200), once onto /dev/cube clones and once
 #     with cube-vmm --no-cube (the memory file mapped MAP_PRIVATE), and
 #     the ratio of the two.
 #
@@ -222,7 +222,7 @@ fi
 
 # density: onto /dev/cube clones, then the MAP_PRIVATE file path
 budget=${BENCH_DENSITY_MIB:-512}
-max=${BENCH_DENSITY_MAX:-40}
+max=${BENCH_DENSITY_MAX:-200}
 if [ "$budget" -gt 0 ]; then
 	run "$here/sandbox_bench" -t $T -C "$C" -D "$budget" -x "$max" -T "$(left)" \
 		> "$work/dens-cube" || rc=1

@@ -38,8 +38,14 @@
 #include "vsock.h"
 
 #define DEFAULT_MEM_MIB		256
+/*
+ * An idle guest should not wake its vCPU: no soft-lockup watchdog (its
+ * hrtimer fires every 4 s), no pressure-stall averaging (every 2 s) and no
+ * proactive compaction (kcompactd polls every 500 ms while it is on).
+ */
 #define DEFAULT_CMDLINE		"console=ttyS0 reboot=k panic=-1 pci=off " \
-				"nomodeset quiet"
+				"nomodeset quiet nowatchdog psi=0 " \
+				"sysctl.vm.compaction_proactiveness=0"
 #define EXIT_OK			0
 #define EXIT_ERROR		1
 #define EXIT_USAGE		2
