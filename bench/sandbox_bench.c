@@ -512,15 +512,7 @@ static void kvm_stats(long long *v)
 
 static long long kvm_exits(void)
 {
-	long long v = -1;
-	FILE *f = fopen("/sys/kernel/debug/kvm/exits", "r");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return kvm_stat("exits");
 }
 
 /* utime + stime of @pid, in clock ticks; -1 when gone */
