@@ -23,6 +23,14 @@ ok() {
 	progress "ok $ktap_n $1"
 }
 
+# skip NAME REASON: a result that neither passes nor fails; the harness
+# fails the run unless selftests/qemu/skips.txt expects it
+skip() {
+	ktap_n=$((ktap_n + 1))
+	echo "ok $ktap_n $1 # SKIP $2"
+	progress "ok $ktap_n $1 # SKIP $2"
+}
+
 not_ok() {
 	ktap_n=$((ktap_n + 1))
 	echo "# $2"
