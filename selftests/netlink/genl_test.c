@@ -321,7 +321,11 @@ TEST_F(nl, pools)
 	EXPECT_EQ(p.size, 1u);
 	EXPECT_EQ(p.taken, 1ull);
 
-	/* DEL frees the members, then the name */
+	/*
+	 * DEL asks the warm members to stop (closing the fd within the
+	 * grace period cancels the SIGKILL to their owner, this test), then
+	 * frees the name; a taken sandbox is no longer a member
+	 */
 	ASSERT_EQ(cnl_pool_del(&self->nl, "nlt"), 0);
 	EXPECT_EQ(cnl_pool_del(&self->nl, "nlt"), -ENOENT);
 	EXPECT_EQ(cnl_pool_get(&self->nl, "nlt", &p), -ENOENT);
@@ -329,6 +333,8 @@ TEST_F(nl, pools)
 		struct cube_sandbox_info info;
 
 		ASSERT_OK(sb_info(fd2, &info));
+		EXPECT_EQ(info.flags, (uint32_t)CUBE_SANDBOX_F_KILL_REQUESTED);
+		ASSERT_OK(sb_info(fd, &info));
 		EXPECT_EQ(info.flags, 0u);
 	}
 	close(fd);
