@@ -8,6 +8,9 @@
 #   cube.prog_timeout=S    bound each program by S seconds (run_tests.sh -T)
 #   cube.test_timeout=S    bound each C test case by S seconds (a slow L1:
 #                          make check-debug)
+#   cube.fuzz_seed=N       seed the fuzz tests (CUBE_FUZZ_SEED), to replay
+#                          a failed run's seed
+#   cube.fuzz_seconds=S    run the fuzz tests S seconds (CUBE_FUZZ_SECONDS)
 # Results go to /dev/ttyS1 (the host's results file), the console to ttyS0.
 
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -36,6 +39,8 @@ for arg in $(cat /proc/cmdline); do
 	cube.net=*) net=${arg#cube.net=} ;;
 	cube.prog_timeout=*) ptimeout="-T ${arg#cube.prog_timeout=}" ;;
 	cube.test_timeout=*) export CUBE_TEST_TIMEOUT=${arg#cube.test_timeout=} ;;
+	cube.fuzz_seed=*) export CUBE_FUZZ_SEED=${arg#cube.fuzz_seed=} ;;
+	cube.fuzz_seconds=*) export CUBE_FUZZ_SECONDS=${arg#cube.fuzz_seconds=} ;;
 	esac
 done
 

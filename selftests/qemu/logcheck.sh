@@ -37,9 +37,12 @@ mv "$log.f" "$log"
 # possible circular locking dependency detected, inconsistent lock state,
 # suspicious RCU usage, ...); BUG: covers KASAN (BUG: KASAN:) and
 # DEBUG_ATOMIC_SLEEP (BUG: sleeping function called from invalid context).
-bad='cube: leak:|WARNING:|BUG:|Oops|KASAN|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption|UBSAN:|possible circular locking|blocked for more than'
+# An RCU stall, an OOM kill and a hung task name themselves on the line
+# before their stack; a stack alone ("Call Trace:") is shown with the
+# lines that led to it.
+bad='cube: leak:|WARNING:|BUG:|Oops|KASAN|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption|UBSAN:|possible circular locking|blocked for more than|rcu: INFO:|detected stall|invoked oom-killer|Out of memory'
 grep -E "$bad" "$log" > "$log.bad" || exit 0
 sed 's/^/# dmesg: /' "$log.bad" | head -n 40
-grep -E -B 2 -A 30 'WARNING:|BUG:|UBSAN:|Oops|general protection fault' "$log" |
-	head -n 120 | sed 's/^/# dmesg: /'
+grep -E -B 12 -A 30 'WARNING:|BUG:|UBSAN:|Oops|general protection fault|Call Trace:' "$log" |
+	head -n 160 | sed 's/^/# dmesg: /'
 exit 1
