@@ -50,6 +50,8 @@ static void out_push(struct session *s)
 		}
 		done += n;
 	}
+	if (!done)
+		return;		/* s->out may still be NULL */
 	memmove(s->out, s->out + done, s->out_len - done);
 	s->out_len -= done;
 }
