@@ -254,6 +254,7 @@ static void sbx_free(struct sbx *s)
 	e2b_kvs_free(&s->metadata);
 	e2b_kvs_free(&s->env);
 	e2b_net_free(&s->net);
+	free(s->hist.v);
 	explicit_bzero(s->token, sizeof(s->token));
 	explicit_bzero(s->traffic, sizeof(s->traffic));
 	free(s);
@@ -743,6 +744,9 @@ static const struct e2b_backend_ops cube_ops = {
 	.pause = cube_be_pause,
 	.resume = cube_be_resume,
 	.metrics = cube_be_metrics,
+	.metrics_history = cube_be_metrics_history,
+	.template_exists = cube_be_template_exists,
+	.template_delete = cube_be_template_delete,
 	.snapshot = cube_be_snapshot,
 	.list_snapshots = cube_be_list_snapshots,
 	.set_network = cube_be_set_network,
@@ -936,6 +940,7 @@ int cube_backend_expire(struct cube_backend *b, time_t now)
 		n++;
 	}
 	n += expire_paused(now);
+	cube_be_sample_all_locked(b, now);
 	pthread_mutex_unlock(&b->lock);
 	return n;
 }

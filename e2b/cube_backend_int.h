@@ -51,7 +51,25 @@ struct sbx {
 		uint64_t cpu_ns;	/* the VMM's user + system time */
 		uint64_t wall_ns;	/* CLOCK_MONOTONIC */
 	} cpu;
+	/* the metrics samples kept, a ring of CUBE_METRICS_KEEP at most */
+	struct cube_metrics_hist {
+		struct cube_sample *v;
+		unsigned int cap, n, head;	/* head: the oldest */
+		unsigned int cpu_count;
+		uint64_t mem_total, disk_total;
+	} hist;
 };
+
+/* one metrics sample, small: a sandbox keeps an hour of them */
+struct cube_sample {
+	uint32_t t;			/* Unix seconds */
+	float cpu_pct;
+	uint64_t mem_used;
+	uint64_t disk_used;
+};
+
+#define CUBE_METRICS_EVERY	5	/* seconds between samples */
+#define CUBE_METRICS_KEEP	720	/* one hour of them */
 
 struct cube_backend {
 	pthread_mutex_t lock;		/* the list and the netlink socket */
@@ -126,6 +144,12 @@ int cube_be_fork(void *be, const char *sid, unsigned int secs,
 int cube_be_pause(void *be, const char *sid, char *msg);
 int cube_be_resume(void *be, const char *sid, char *msg);
 int cube_be_metrics(void *be, const char *sid, struct e2b_metrics *out);
+int cube_be_metrics_history(void *be, const char *sid,
+			    struct e2b_metrics **out, size_t *n);
+/* a sample of every running sandbox whose last is CUBE_METRICS_EVERY old */
+void cube_be_sample_all_locked(struct cube_backend *b, time_t now);
+int cube_be_template_exists(void *be, const char *name);
+int cube_be_template_delete(void *be, const char *name, char *msg);
 int cube_be_snapshot(void *be, const char *sid, const char *name,
 		     struct e2b_snapshot *out, char *msg);
 int cube_be_list_snapshots(void *be, struct e2b_snapshot **out, size_t *n);

@@ -522,25 +522,22 @@ static uint64_t proc_rss(pid_t pid)
 	return kb << 10;
 }
 
-int cube_be_metrics(void *be, const char *sid, struct e2b_metrics *out)
+/* a sample of @s now, under b->lock */
+static int sample_locked(struct cube_backend *b, struct sbx *s,
+			 struct e2b_metrics *out)
 {
-	struct cube_backend *b = be;
 	struct cube_nl_sandbox ns;
 	struct cube_template t;
 	struct timespec mono;
 	struct stat st;
 	uint64_t cpu = 0, wall, used;
-	struct sbx *s;
 	pid_t vmm;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&b->lock);
-	ret = cube_be_lookup_locked(b, sid, &s);
-	if (!ret)
-		ret = cube_nl_sandbox_get(b->nl, s->id, &ns);
+	ret = cube_nl_sandbox_get(b->nl, s->id, &ns);
 	if (ret)
-		goto out;
+		return ret;
 	out->timestamp = time(NULL);
 	out->cpu_count = ns.vcpus;
 	out->mem_total = ns.memory;
@@ -580,9 +577,128 @@ int cube_be_metrics(void *be, const char *sid, struct e2b_metrics *out)
 		if (out->disk_used > out->disk_total)
 			out->disk_used = out->disk_total;
 	}
+	return 0;
+}
+
+/*
+ * Keep @m in @s's ring: a second sample within the same second replaces
+ * the first; past CUBE_METRICS_KEEP the oldest goes.
+ */
+static void keep_sample(struct sbx *s, const struct e2b_metrics *m)
+{
+	struct cube_metrics_hist *h = &s->hist;
+	struct cube_sample *last;
+
+	if (h->n) {
+		last = &h->v[(h->head + h->n - 1) % h->cap];
+		if (last->t == (uint32_t)m->timestamp) {
+			h->n--;		/* replaced below */
+		} else if (h->n == h->cap && h->cap < CUBE_METRICS_KEEP) {
+			/* grow; the ring is in order from 0 while it grows */
+			unsigned int cap = h->cap * 2 > CUBE_METRICS_KEEP ?
+					   CUBE_METRICS_KEEP : h->cap * 2;
+			struct cube_sample *v = realloc(h->v, cap * sizeof(*v));
+
+			if (!v)
+				return;
+			h->v = v;
+			h->cap = cap;
+		}
+	}
+	if (!h->cap) {
+		h->v = calloc(16, sizeof(*h->v));
+		if (!h->v)
+			return;
+		h->cap = 16;
+	}
+	if (h->n == h->cap) {
+		/* full at CUBE_METRICS_KEEP: the oldest goes */
+		h->head = (h->head + 1) % h->cap;
+		h->n--;
+	}
+	h->v[(h->head + h->n) % h->cap] = (struct cube_sample){
+		.t = (uint32_t)m->timestamp, .cpu_pct = (float)m->cpu_used_pct,
+		.mem_used = m->mem_used, .disk_used = m->disk_used,
+	};
+	h->n++;
+	h->cpu_count = m->cpu_count;
+	h->mem_total = m->mem_total;
+	h->disk_total = m->disk_total;
+}
+
+int cube_be_metrics(void *be, const char *sid, struct e2b_metrics *out)
+{
+	struct cube_backend *b = be;
+	struct sbx *s;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&b->lock);
+	ret = cube_be_lookup_locked(b, sid, &s);
+	if (!ret)
+		ret = sample_locked(b, s, out);
+	if (!ret)
+		keep_sample(s, out);
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+int cube_be_metrics_history(void *be, const char *sid,
+			    struct e2b_metrics **out, size_t *n)
+{
+	struct cube_backend *b = be;
+	struct cube_metrics_hist *h;
+	struct e2b_metrics *v;
+	struct sbx *s;
+	unsigned int i;
+	int ret;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&b->lock);
+	ret = cube_be_lookup_locked(b, sid, &s);
+	if (ret)
+		goto out;
+	h = &s->hist;
+	v = calloc(h->n ? h->n : 1, sizeof(*v));
+	if (!v) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < h->n; i++) {
+		const struct cube_sample *c = &h->v[(h->head + i) % h->cap];
+
+		v[i].timestamp = c->t;
+		v[i].cpu_count = h->cpu_count;
+		v[i].cpu_used_pct = c->cpu_pct;
+		v[i].mem_used = c->mem_used;
+		v[i].mem_total = h->mem_total;
+		v[i].disk_used = c->disk_used;
+		v[i].disk_total = h->disk_total;
+	}
+	*out = v;
+	*n = h->n;
 out:
 	pthread_mutex_unlock(&b->lock);
 	return ret;
+}
+
+void cube_be_sample_all_locked(struct cube_backend *b, time_t now)
+{
+	struct e2b_metrics m;
+	struct sbx *s;
+
+	for (s = b->list; s; s = s->next) {
+		const struct cube_metrics_hist *h = &s->hist;
+
+		if (h->n && (time_t)h->v[(h->head + h->n - 1) % h->cap].t +
+			    CUBE_METRICS_EVERY > now)
+			continue;
+		if (s->pausing)
+			continue;
+		if (!sample_locked(b, s, &m))
+			keep_sample(s, &m);
+	}
 }
 
 /* --- snapshots --- */
@@ -709,4 +825,69 @@ int cube_be_list_snapshots(void *be, struct e2b_snapshot **out, size_t *n)
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+/* --- templates --- */
+
+int cube_be_template_exists(void *be, const char *name)
+{
+	struct cube_template t;
+	int ret;
+
+	if (!cube_name_valid(name))
+		return -ENOENT;
+	ret = cube_template_load(name, &t, NULL);
+	/* a damaged one exists too: creating from it says so */
+	return ret == -EINVAL ? 0 : ret;
+}
+
+/*
+ * Only a snapshot made through the API ("e2b-snapshot" in its directory)
+ * is removed, and not while a pool refills from it or a sandbox made from
+ * it runs or is paused (pause, resume and fork read its template).
+ */
+int cube_be_template_delete(void *be, const char *name, char *msg)
+{
+	struct cube_backend *b = be;
+	char path[PATH_MAX + 64];
+	struct e2b_sandbox *v = NULL;
+	struct cube_nl_pool pool;
+	struct cube_template t;
+	size_t n = 0, i;
+	bool used = false;
+	int ret;
+
+	if (!cube_name_valid(name))
+		return -ENOENT;
+	ret = cube_template_load(name, &t, NULL);
+	if (ret == -ENOENT)
+		return ret;
+	snprintf(path, sizeof(path), "%s/templates/%s/e2b-snapshot",
+		 cube_state_dir(), name);
+	if (access(path, F_OK))
+		return -EACCES;
+	pthread_mutex_lock(&b->lock);
+	ret = cube_nl_pool_get(b->nl, name, &pool);
+	pthread_mutex_unlock(&b->lock);
+	if (!ret) {
+		snprintf(msg, E2B_MSG_MAX, "template \"%s\" has a warm pool",
+			 name);
+		return -EBUSY;
+	}
+	ret = cube_be_list(be, &v, &n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		if (!used && !strcmp(v[i].template_id, name)) {
+			snprintf(msg, E2B_MSG_MAX,
+				 "sandbox \"%s\" was made from snapshot \"%s\" and is %s: kill it first",
+				 v[i].id, name, v[i].paused ? "paused" : "running");
+			used = true;
+		}
+		e2b_sandbox_free(&v[i]);
+	}
+	free(v);
+	if (used)
+		return -EBUSY;
+	return cube_template_remove(name);
 }

@@ -244,6 +244,21 @@ struct e2b_backend_ops {
 	/* a sample of a running sandbox's use; NULL: none collected */
 	int (*metrics)(void *be, const char *id, struct e2b_metrics *out);
 	/*
+	 * the samples kept of a running sandbox, oldest first, the one
+	 * @metrics just took included (malloc()ed array, possibly empty);
+	 * NULL or -EOPNOTSUPP: none kept (the series is @metrics' sample)
+	 */
+	int (*metrics_history)(void *be, const char *id,
+			       struct e2b_metrics **out, size_t *n);
+	/*
+	 * whether template @name exists (0, or -ENOENT); remove it, when it
+	 * is a snapshot made through the API (-ENOENT unknown; -EACCES a
+	 * template made otherwise; -EBUSY in use by a pool); NULL: not
+	 * supported
+	 */
+	int (*template_exists)(void *be, const char *name);
+	int (*template_delete)(void *be, const char *name, char *msg);
+	/*
 	 * a template of a running sandbox's current state, named @name (""
 	 * picks one; -EEXIST: taken), into @out; list_snapshots: those made
 	 * (malloc()ed array); NULL: not supported

@@ -522,16 +522,58 @@ static struct json_object *metrics_json(const struct e2b_metrics *m)
 	return o;
 }
 
+/* a Unix time in seconds: 1 to 12 digits (up to the year 33658) */
+static int parse_unix_time(const char *s, time_t *out)
+{
+	long long v = 0;
+	size_t i;
+
+	if (!s[0] || strlen(s) > 12)
+		return -EINVAL;
+	for (i = 0; s[i]; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = (time_t)v;
+	return 0;
+}
+
+/*
+ * GET /sandboxes/{id}/metrics[?start=S][&end=E]: the samples taken from S
+ * to E (Unix seconds, both included; default: since the start, until
+ * now), oldest first.  A range reaching now takes a sample now.
+ */
 static void do_metrics(const struct e2b_api *api, const struct e2b_route *rt,
+		       const struct e2b_request *req,
 		       struct e2b_response *resp)
 {
 	const struct e2b_backend *b = &api->backend;
+	const char *qs = req->query(req->ctx, "start");
+	const char *qe = req->query(req->ctx, "end");
 	struct e2b_sandbox sb = { 0 };
-	struct e2b_metrics m = { 0 };
+	struct e2b_metrics m = { 0 }, *hist = NULL;
+	time_t start = 0, end = 0, now = time(NULL);
 	struct json_object *arr;
-	bool paused;
+	size_t n = 0, i;
+	bool paused, have = false;
 	int ret;
 
+	if (qs && parse_unix_time(qs, &start)) {
+		e2b_reply_error(resp, 400, "'start' must be a Unix time in seconds");
+		return;
+	}
+	if (qe && parse_unix_time(qe, &end)) {
+		e2b_reply_error(resp, 400, "'end' must be a Unix time in seconds");
+		return;
+	}
+	if (!qe)
+		end = now > start ? now : start;
+	if (start > end) {
+		e2b_reply_error(resp, 400, "'start' (%lld) is after 'end' (%lld)",
+				(long long)start, (long long)end);
+		return;
+	}
 	ret = b->ops->get(b->be, rt->sandbox, &sb);
 	if (ret) {
 		backend_error(resp, ret, rt->sandbox, NULL);
@@ -541,17 +583,121 @@ static void do_metrics(const struct e2b_api *api, const struct e2b_route *rt,
 	e2b_sandbox_free(&sb);
 	arr = json_object_new_array();
 	/* a paused sandbox, or a backend without samples: an empty series */
-	if (!paused && b->ops->metrics) {
+	if (!paused && b->ops->metrics && end >= now) {
 		ret = b->ops->metrics(b->be, rt->sandbox, &m);
 		if (ret && ret != -ENOENT) {
 			json_object_put(arr);
 			backend_error(resp, ret, rt->sandbox, NULL);
 			return;
 		}
-		if (!ret && arr)
-			json_object_array_add(arr, metrics_json(&m));
+		have = !ret;
 	}
+	if (!paused && b->ops->metrics_history) {
+		ret = b->ops->metrics_history(b->be, rt->sandbox, &hist, &n);
+		if (ret == -ENOENT || ret == -EOPNOTSUPP) {
+			/* gone meanwhile, or none kept: the sample alone */
+			n = 0;
+		} else if (ret) {
+			json_object_put(arr);
+			backend_error(resp, ret, rt->sandbox, NULL);
+			return;
+		} else {
+			have = false;	/* the history holds it */
+		}
+	}
+	for (i = 0; arr && i < n; i++)
+		if (hist[i].timestamp >= start && hist[i].timestamp <= end)
+			json_object_array_add(arr, metrics_json(&hist[i]));
+	if (arr && have && m.timestamp >= start && m.timestamp <= end)
+		json_object_array_add(arr, metrics_json(&m));
+	free(hist);
 	e2b_reply_json(resp, 200, arr);
+}
+
+/* a template name: 1..63 of [A-Za-z0-9._-], not starting with '.' */
+static bool template_name_ok(const char *n)
+{
+	size_t i, l = strlen(n);
+
+	if (!l || l > E2B_TEMPLATE_MAX || n[0] == '.')
+		return false;
+	for (i = 0; i < l; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') ||
+		      (n[i] >= 'A' && n[i] <= 'Z') ||
+		      (n[i] >= '0' && n[i] <= '9') ||
+		      n[i] == '-' || n[i] == '_' || n[i] == '.'))
+			return false;
+	return true;
+}
+
+#define TEMPLATE_NAME_RULE \
+	"1..63 characters of [A-Za-z0-9._-], not starting with '.'"
+
+/* GET /templates/aliases/{name}: Template.exists() */
+static void do_template_alias(const struct e2b_api *api,
+			      const struct e2b_route *rt,
+			      struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct json_object *o;
+	int ret;
+
+	if (!template_name_ok(rt->sandbox)) {
+		e2b_reply_error(resp, 400, "a template name is " TEMPLATE_NAME_RULE);
+		return;
+	}
+	ret = b->ops->template_exists ?
+	      b->ops->template_exists(b->be, rt->sandbox) : -ENOENT;
+	if (ret == -ENOENT) {
+		e2b_reply_error(resp, 404, "template \"%s\" not found",
+				rt->sandbox);
+		return;
+	}
+	if (ret) {
+		backend_error(resp, ret, NULL, NULL);
+		return;
+	}
+	o = json_object_new_object();
+	if (o) {
+		json_object_object_add(o, "templateID",
+				       json_object_new_string(rt->sandbox));
+		json_object_object_add(o, "public",
+				       json_object_new_boolean(false));
+	}
+	e2b_reply_json(resp, 200, o);
+}
+
+/* DELETE /templates/{name}: Sandbox.deleteSnapshot() */
+static void do_template_delete(const struct e2b_api *api,
+			       const struct e2b_route *rt,
+			       struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	int ret;
+
+	if (!template_name_ok(rt->sandbox)) {
+		e2b_reply_error(resp, 400, "a template name is " TEMPLATE_NAME_RULE);
+		return;
+	}
+	if (!b->ops->template_delete) {
+		e2b_reply_error(resp, 501, "deleting templates is not supported by this server");
+		return;
+	}
+	ret = b->ops->template_delete(b->be, rt->sandbox, msg);
+	if (ret == -ENOENT && !msg[0])
+		e2b_reply_error(resp, 404, "template \"%s\" not found",
+				rt->sandbox);
+	else if (ret == -EACCES && !msg[0])
+		e2b_reply_error(resp, 403, "template \"%s\" is no snapshot made through this API",
+				rt->sandbox);
+	else if (ret == -EBUSY && !msg[0])
+		e2b_reply_error(resp, 409, "template \"%s\" is in use",
+				rt->sandbox);
+	else if (ret)
+		backend_error(resp, ret, NULL, msg);
+	else
+		no_content(resp);
 }
 
 /* {"memory"?: bool}: only a pause that keeps the memory is offered */
@@ -854,7 +1000,13 @@ void e2b_control_handle(const struct e2b_api *api, const struct e2b_route *rt,
 		do_connect(api, rt, req, resp);
 		break;
 	case E2B_R_METRICS:
-		do_metrics(api, rt, resp);
+		do_metrics(api, rt, req, resp);
+		break;
+	case E2B_R_TEMPLATE_ALIAS:
+		do_template_alias(api, rt, resp);
+		break;
+	case E2B_R_TEMPLATE_DELETE:
+		do_template_delete(api, rt, resp);
 		break;
 	case E2B_R_LIST_SNAPSHOTS:
 		do_list_snapshots(api, req, resp);

@@ -10,7 +10,10 @@
 struct route_ent {
 	enum e2b_plane plane;
 	const char *method;
-	/* "*" in a pattern matches one sandbox-id segment */
+	/*
+	 * "*" in a pattern matches one sandbox-id segment, "+" any one
+	 * segment (a template name, checked by its handler)
+	 */
 	const char *pattern;
 	enum e2b_route_id id;
 	const char *name;
@@ -34,6 +37,8 @@ static const struct route_ent routes[] = {
 	{ E2B_PLANE_API, "GET",    "/snapshots",		E2B_R_LIST_SNAPSHOTS, "snapshots" },
 	{ E2B_PLANE_API, "GET",    "/sandboxes/*/metrics",	E2B_R_METRICS, "metrics" },
 	{ E2B_PLANE_API, "PUT",    "/sandboxes/*/network",	E2B_R_NETWORK, "network" },
+	{ E2B_PLANE_API, "DELETE", "/templates/+",		E2B_R_TEMPLATE_DELETE, "template.delete" },
+	{ E2B_PLANE_API, "GET",    "/templates/aliases/+",	E2B_R_TEMPLATE_ALIAS, "template.alias" },
 
 	{ E2B_PLANE_ENVD, "GET",  "/health",			E2B_R_ENVD_HEALTH, "envd.health" },
 	{ E2B_PLANE_ENVD, "GET",  "/files",			E2B_R_FILES_GET, "files.get" },
@@ -87,6 +92,20 @@ static int match(const char *pattern, const char *path, char *seg)
 
 	*seg = '\0';
 	while (*p && *s) {
+		if (*p == '+') {
+			size_t n = strcspn(s, "/");
+
+			if (!n)
+				return 0;
+			/* too long for any name: "" tells the handler */
+			if (n <= E2B_ID_MAX) {
+				memcpy(seg, s, n);
+				seg[n] = '\0';
+			}
+			s += n;
+			p++;
+			continue;
+		}
 		if (*p == '*') {
 			size_t n = strcspn(s, "/");
 

@@ -37,6 +37,8 @@ enum e2b_route_id {
 	E2B_R_LIST_SNAPSHOTS,	/* GET /snapshots */
 	E2B_R_METRICS,		/* GET /sandboxes/{id}/metrics */
 	E2B_R_NETWORK,		/* PUT /sandboxes/{id}/network */
+	E2B_R_TEMPLATE_DELETE,	/* DELETE /templates/{name} */
+	E2B_R_TEMPLATE_ALIAS,	/* GET /templates/aliases/{name} */
 	/* envd: plain HTTP */
 	E2B_R_ENVD_HEALTH,	/* GET /health */
 	E2B_R_FILES_GET,	/* GET /files */
@@ -65,7 +67,9 @@ enum e2b_route_id {
 /**
  * struct e2b_route - a routed request
  * @id: the endpoint
- * @sandbox: the {id} path segment, "" when the path has none
+ * @sandbox: the {id} path segment, "" when the path has none; for the
+ *	template routes the {name} segment as it came (checked by the
+ *	handler), "" when longer than %E2B_ID_MAX
  */
 struct e2b_route {
 	enum e2b_route_id id;

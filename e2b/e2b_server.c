@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include <microhttpd.h>
+#include <zlib.h>
 
 #include "e2b_forward.h"
 #include "e2b_server.h"
@@ -47,6 +48,11 @@ struct conn {
 	char *part_name;		/* its file name (NULL: none) */
 	struct e2b_response err;	/* the answer once an upload failed */
 	struct e2b_envd_ctx ec;
+	/* Content-Encoding: gzip */
+	z_stream *gz;
+	bool gz_end;			/* a member ended, nothing after it yet */
+	uint64_t gz_in;			/* compressed bytes so far */
+	uint64_t gz_out;		/* and what they inflated to */
 };
 
 static const char *hdr_lookup(void *ctx, const char *name)
@@ -244,6 +250,10 @@ static void free_conn(struct conn *cn)
 		return;
 	if (cn->pp)
 		MHD_destroy_post_processor(cn->pp);
+	if (cn->gz) {
+		inflateEnd(cn->gz);
+		free(cn->gz);
+	}
 	e2b_upload_free(cn->up);
 	free(cn->query_path);
 	free(cn->part_name);
@@ -257,6 +267,35 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	free_conn(*con_cls);
 	*con_cls = NULL;
+}
+
+/*
+ * Content-Encoding of an upload: none or "identity", or "gzip" (the SDK's
+ * files.write(..., {gzip: true})), inflated as it arrives.
+ */
+static int upload_encoding(struct conn *cn, struct MHD_Connection *c,
+			   struct e2b_response *resp)
+{
+	const char *ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					MHD_HTTP_HEADER_CONTENT_ENCODING);
+
+	if (!ce || !ce[0] || !strcasecmp(ce, "identity"))
+		return 0;
+	if (strcasecmp(ce, "gzip") && strcasecmp(ce, "x-gzip")) {
+		e2b_reply_error(resp, 400,
+				"unsupported Content-Encoding '%.64s' (gzip or identity)",
+				ce);
+		return -EINVAL;
+	}
+	cn->gz = calloc(1, sizeof(*cn->gz));
+	/* 16 + window bits: a gzip header and trailer, not zlib's */
+	if (!cn->gz || inflateInit2(cn->gz, 16 + MAX_WBITS) != Z_OK) {
+		free(cn->gz);
+		cn->gz = NULL;
+		e2b_reply_error(resp, 500, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /*
@@ -294,6 +333,8 @@ static int upload_start(struct conn *cn, struct MHD_Connection *c,
 		e2b_reply_error(resp, 500, "out of memory");
 		return -ENOMEM;
 	}
+	if (upload_encoding(cn, c, resp))
+		return -EINVAL;
 	if (ct && !strncasecmp(ct, "multipart/form-data", 19)) {
 		cn->pp = MHD_create_post_processor(c, 64 * 1024, post_iter, cn);
 		if (!cn->pp) {
@@ -302,32 +343,26 @@ static int upload_start(struct conn *cn, struct MHD_Connection *c,
 		}
 		return 0;
 	}
-	if (ct && !strncasecmp(ct, E2B_CT_OCTET, strlen(E2B_CT_OCTET))) {
-		if (MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						MHD_HTTP_HEADER_CONTENT_ENCODING)) {
-			e2b_reply_error(resp, 400, "compressed uploads are not supported");
-			return -EINVAL;
-		}
+	if (ct && !strncasecmp(ct, E2B_CT_OCTET, strlen(E2B_CT_OCTET)))
 		return e2b_upload_open(cn->up, cn->query_path, resp);
-	}
 	e2b_reply_error(resp, 400, "unsupported upload content type");
 	return -EINVAL;
 }
 
-static enum MHD_Result upload_data(struct conn *cn, struct MHD_Connection *c,
-				   const char *data, size_t size)
+/* the upload's (inflated) bytes */
+static void upload_feed(struct conn *cn, const char *data, size_t size)
 {
 	struct e2b_response r = { 0 };
 
 	if (cn->failed)
-		return MHD_YES;		/* drain; answer at the end */
+		return;
 	if (cn->pp) {
 		if (MHD_post_process(cn->pp, data, size) != MHD_YES &&
 		    !cn->failed) {
 			e2b_reply_error(&r, 400, "malformed multipart body");
 			fail_upload(cn, &r);
 		}
-		return MHD_YES;
+		return;
 	}
 	cn->upload_bytes += size;
 	if (cn->upload_bytes > E2B_UPLOAD_MAX) {
@@ -336,6 +371,71 @@ static enum MHD_Result upload_data(struct conn *cn, struct MHD_Connection *c,
 	} else if (e2b_upload_write(cn->up, data, size, &r)) {
 		fail_upload(cn, &r);
 	}
+}
+
+/*
+ * Inflate a gzip body as it comes, members one after another (as gzip
+ * itself reads them).  What it inflates to is bounded by E2B_INFLATE_MAX:
+ * a body that would inflate beyond it is refused (413) and nothing of it
+ * is written.
+ */
+static void upload_inflate(struct conn *cn, const char *data, size_t size)
+{
+	struct e2b_response r = { 0 };
+	unsigned char out[64 * 1024];
+	z_stream *z = cn->gz;
+	int zr;
+
+	cn->gz_in += size;
+	if (cn->gz_in > E2B_UPLOAD_MAX) {
+		e2b_reply_error(&r, 413, "upload too large");
+		fail_upload(cn, &r);
+		return;
+	}
+	z->next_in = (unsigned char *)data;
+	z->avail_in = size;
+	while (!cn->failed && z->avail_in) {
+		if (cn->gz_end) {
+			/* another member follows */
+			inflateReset(z);
+			cn->gz_end = false;
+		}
+		z->next_out = out;
+		z->avail_out = sizeof(out);
+		zr = inflate(z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END &&
+		    !(zr == Z_BUF_ERROR && z->avail_out)) {
+			e2b_reply_error(&r, 400, "malformed gzip body: %s",
+					z->msg ? z->msg : "inflate failed");
+			fail_upload(cn, &r);
+			return;
+		}
+		cn->gz_out += sizeof(out) - z->avail_out;
+		if (cn->gz_out > E2B_INFLATE_MAX) {
+			e2b_reply_error(&r, 413,
+					"the gzip body inflates to more than %llu bytes",
+					(unsigned long long)E2B_INFLATE_MAX);
+			fail_upload(cn, &r);
+			return;
+		}
+		if (sizeof(out) - z->avail_out)
+			upload_feed(cn, (char *)out, sizeof(out) - z->avail_out);
+		if (zr == Z_STREAM_END)
+			cn->gz_end = true;
+		else if (zr == Z_BUF_ERROR)
+			break;
+	}
+}
+
+static enum MHD_Result upload_data(struct conn *cn, struct MHD_Connection *c,
+				   const char *data, size_t size)
+{
+	if (cn->failed)
+		return MHD_YES;		/* drain; answer at the end */
+	if (cn->gz)
+		upload_inflate(cn, data, size);
+	else
+		upload_feed(cn, data, size);
 	return MHD_YES;
 }
 
@@ -343,6 +443,11 @@ static enum MHD_Result upload_finish(struct conn *cn, struct MHD_Connection *c)
 {
 	struct e2b_response r = { 0 };
 
+	/* a gzip body that stops before its end (or holds nothing) */
+	if (!cn->failed && cn->gz && !cn->gz_end) {
+		e2b_reply_error(&r, 400, "malformed gzip body: it ends early");
+		fail_upload(cn, &r);
+	}
 	if (!cn->failed && cn->pp) {
 		MHD_destroy_post_processor(cn->pp);
 		cn->pp = NULL;

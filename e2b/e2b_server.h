@@ -12,6 +12,8 @@
 
 /* Largest file accepted by POST /files. */
 #define E2B_UPLOAD_MAX		(1024ULL * 1024 * 1024)
+/* What a gzip-encoded upload may inflate to (the largest file). */
+#define E2B_INFLATE_MAX		(256ULL * 1024 * 1024)
 
 /**
  * struct e2b_server_config - where and what to serve

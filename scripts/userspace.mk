@@ -18,5 +18,5 @@ ALL_CFLAGS = $(CUBE_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(CUBE_LDFLAGS) $(LDFLAGS)
 
 # What a program linked with libcube ($(TOP)/lib/libcube.a) needs after it.
-LIBCUBE_LIBS = $(shell $(PKG_CONFIG) --libs json-c libmicrohttpd \
+LIBCUBE_LIBS = $(shell $(PKG_CONFIG) --libs json-c libmicrohttpd zlib \
 	libnl-genl-3.0 libbpf libnftables) -lresolv -lpthread

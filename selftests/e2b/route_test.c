@@ -4,6 +4,7 @@
  * paths, wrong methods and impossible sandbox ids.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "e2b_route.h"
@@ -48,6 +49,39 @@ TEST(control_plane)
 	/* one trailing slash is fine */
 	ASSERT_EQ(rt(E2B_PLANE_API, "GET", "/sandboxes/7/", &r), 0);
 	ASSERT_EQ(r.id, E2B_R_GET);
+}
+
+/* template names are any one segment, checked by their handlers */
+TEST(template_routes)
+{
+	char longname[128];
+	struct e2b_route r;
+
+	ASSERT_EQ(rt(E2B_PLANE_API, "DELETE", "/templates/snap.1-a_b", &r), 0);
+	ASSERT_EQ(r.id, E2B_R_TEMPLATE_DELETE);
+	ASSERT_STREQ(r.sandbox, "snap.1-a_b");
+	ASSERT_EQ(rt(E2B_PLANE_API, "GET", "/templates/aliases/base", &r), 0);
+	ASSERT_EQ(r.id, E2B_R_TEMPLATE_ALIAS);
+	ASSERT_STREQ(r.sandbox, "base");
+	ASSERT_EQ(rt(E2B_PLANE_API, "GET", "/templates/aliases/a:b c", &r), 0);
+	ASSERT_EQ(r.id, E2B_R_TEMPLATE_ALIAS);
+	ASSERT_STREQ(r.sandbox, "a:b c");
+	/* too long for any name: routed, with no name */
+	memset(longname, 'x', 100);
+	strcpy(longname + 100, "");
+	{
+		char path[160];
+
+		snprintf(path, sizeof(path), "/templates/%s", longname);
+		ASSERT_EQ(rt(E2B_PLANE_API, "DELETE", path, &r), 0);
+		ASSERT_EQ(r.id, E2B_R_TEMPLATE_DELETE);
+		ASSERT_STREQ(r.sandbox, "");
+	}
+	ASSERT_EQ(rt(E2B_PLANE_API, "GET", "/templates/base", &r), -EOPNOTSUPP);
+	ASSERT_EQ(rt(E2B_PLANE_API, "DELETE", "/templates/aliases/base", &r), -EOPNOTSUPP);
+	ASSERT_EQ(rt(E2B_PLANE_API, "DELETE", "/templates/", &r), -ENOENT);
+	ASSERT_EQ(rt(E2B_PLANE_API, "DELETE", "/templates/a/b", &r), -ENOENT);
+	ASSERT_EQ(rt(E2B_PLANE_ENVD, "DELETE", "/templates/base", &r), -ENOENT);
 }
 
 TEST(envd_plane)

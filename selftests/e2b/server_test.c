@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "connect_frame.h"
 #include "e2b_server.h"
@@ -86,8 +87,12 @@ static int t_list_snapshots(void *be, struct e2b_snapshot **out, size_t *n)
 	return 0;
 }
 
+/* hist_n > 0: the history holds that many samples, 10 s apart from 1000 */
+static int hist_n, samples_taken;
+
 static int t_metrics(void *be, const char *id, struct e2b_metrics *out)
 {
+	samples_taken++;
 	memset(out, 0, sizeof(*out));
 	out->timestamp = 1700000000;
 	out->cpu_count = 2;
@@ -96,6 +101,48 @@ static int t_metrics(void *be, const char *id, struct e2b_metrics *out)
 	out->mem_total = 256 << 20;
 	out->disk_used = 1000;
 	out->disk_total = 4096;
+	return 0;
+}
+
+static int t_metrics_history(void *be, const char *id,
+			     struct e2b_metrics **out, size_t *n)
+{
+	int i;
+
+	*n = 0;
+	*out = NULL;
+	if (strcmp(id, "7"))
+		return -ENOENT;
+	if (!hist_n)
+		return -EOPNOTSUPP;
+	*out = calloc(hist_n, sizeof(**out));
+	for (i = 0; i < hist_n; i++) {
+		(*out)[i].timestamp = 1000 + 10 * i;
+		(*out)[i].cpu_count = 2;
+		(*out)[i].mem_used = i;
+	}
+	*n = hist_n;
+	return 0;
+}
+
+/* templates: "base" (built by hand), "snap" (a snapshot), "busy" */
+static int tmpl_deletes;
+
+static int t_template_exists(void *be, const char *name)
+{
+	return !strcmp(name, "base") || !strcmp(name, "snap") ||
+	       !strcmp(name, "busy") ? 0 : -ENOENT;
+}
+
+static int t_template_delete(void *be, const char *name, char *msg)
+{
+	if (!strcmp(name, "base"))
+		return -EACCES;
+	if (!strcmp(name, "busy"))
+		return -EBUSY;
+	if (strcmp(name, "snap") || tmpl_deletes)
+		return -ENOENT;
+	tmpl_deletes++;
 	return 0;
 }
 
@@ -124,8 +171,16 @@ static int t_file_write(void *be, const char *id, const char *user,
 	return 0;
 }
 
+/* sink_bytes: files take any size, counted here, not kept */
+static bool sink;
+static uint64_t sink_bytes;
+
 static int t_file_write_chunk(struct e2b_file *f, const void *buf, size_t len)
 {
+	if (sink) {
+		sink_bytes += len;
+		return 0;
+	}
 	if (stored_len[f->slot] + len > sizeof(stored_data[0]))
 		return -EFBIG;
 	memcpy(stored_data[f->slot] + stored_len[f->slot], buf, len);
@@ -216,6 +271,9 @@ static const struct e2b_backend_ops ops = {
 	.pause = t_pause,
 	.resume = t_resume,
 	.metrics = t_metrics,
+	.metrics_history = t_metrics_history,
+	.template_exists = t_template_exists,
+	.template_delete = t_template_delete,
 	.snapshot = t_snapshot,
 	.list_snapshots = t_list_snapshots,
 	.file_write = t_file_write,
@@ -600,6 +658,205 @@ TEST(metrics)
 	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1700000000") != NULL);
 	r = api_req("GET", "/sandboxes/8/metrics", NULL);
 	ASSERT_EQ(status_of(r), 404);
+	e2b_server_stop(srv);
+}
+
+/* the metrics series: a range of the kept samples, and one taken now */
+TEST(metrics_range)
+{
+	char *r;
+
+	start();
+	paused7 = false;
+	hist_n = 5;		/* 1000, 1010, ..., 1040 */
+	samples_taken = 0;
+	r = api_req("GET", "/sandboxes/7/metrics?start=1010&end=1030", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1000") == NULL);
+	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1010") != NULL);
+	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1020") != NULL);
+	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1030") != NULL);
+	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1040") == NULL);
+	/* a range in the past takes no sample now */
+	ASSERT_EQ(samples_taken, 0);
+	r = api_req("GET", "/sandboxes/7/metrics?start=1041&end=1050", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_TRUE(strstr(r, "\r\n\r\n[]") != NULL ||
+		    strstr(r, "\r\n\r\n[ ]") != NULL);
+	/* up to now (no end): the whole history, after a sample is taken */
+	r = api_req("GET", "/sandboxes/7/metrics?start=1035", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(samples_taken, 1);
+	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1030") == NULL);
+	ASSERT_TRUE(strstr(r, "\"timestampUnix\":1040") != NULL);
+	/* bad values change nothing and take no sample */
+	samples_taken = 0;
+	r = api_req("GET", "/sandboxes/7/metrics?start=20&end=10", NULL);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_TRUE(strstr(r, "after") != NULL);
+	r = api_req("GET", "/sandboxes/7/metrics?start=-5", NULL);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_TRUE(strstr(r, "'start'") != NULL);
+	r = api_req("GET", "/sandboxes/7/metrics?end=1e9", NULL);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_TRUE(strstr(r, "'end'") != NULL);
+	r = api_req("GET", "/sandboxes/7/metrics?start=", NULL);
+	ASSERT_EQ(status_of(r), 400);
+	r = api_req("GET", "/sandboxes/7/metrics?start=1234567890123", NULL);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_EQ(samples_taken, 0);
+	r = api_req("GET", "/sandboxes/8/metrics?start=1", NULL);
+	ASSERT_EQ(status_of(r), 404);
+	hist_n = 0;
+	e2b_server_stop(srv);
+}
+
+/* Template.exists() and Sandbox.deleteSnapshot() */
+TEST(templates)
+{
+	char *r;
+
+	start();
+	tmpl_deletes = 0;
+	r = api_req("GET", "/templates/aliases/base", NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_TRUE(strstr(r, "\"templateID\":\"base\"") != NULL);
+	r = api_req("GET", "/templates/aliases/nothing", NULL);
+	ASSERT_EQ(status_of(r), 404);
+	r = api_req("GET", "/templates/aliases/a%3Ab", NULL);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_TRUE(strstr(r, "template name") != NULL);
+	r = api_req("GET", "/templates/aliases/.hidden", NULL);
+	ASSERT_EQ(status_of(r), 400);
+	/* without a key: nothing */
+	r = http(E2B_PLANE_API, "DELETE /templates/snap HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\n\r\n", NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 401);
+	ASSERT_EQ(tmpl_deletes, 0);
+	r = api_req("DELETE", "/templates/base", NULL);
+	ASSERT_EQ(status_of(r), 403);
+	r = api_req("DELETE", "/templates/busy", NULL);
+	ASSERT_EQ(status_of(r), 409);
+	r = api_req("DELETE", "/templates/bad%20name", NULL);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_EQ(tmpl_deletes, 0);
+	r = api_req("DELETE", "/templates/snap", NULL);
+	ASSERT_EQ(status_of(r), 204);
+	ASSERT_EQ(tmpl_deletes, 1);
+	/* the SDK reads 404 as "there was none" */
+	r = api_req("DELETE", "/templates/snap", NULL);
+	ASSERT_EQ(status_of(r), 404);
+	e2b_server_stop(srv);
+}
+
+/* gzip @len bytes of @data (repeated @times) into a malloc()ed buffer */
+static unsigned char *gzip_of(const void *data, size_t len, unsigned int times,
+			      size_t *out_len)
+{
+	size_t cap = len * times / 100 + 4096;
+	unsigned char *out = malloc(cap);
+	z_stream z = { 0 };
+	unsigned int i;
+
+	ASSERT_TRUE(out != NULL);
+	ASSERT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9,
+			       Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_out = out;
+	z.avail_out = cap;
+	for (i = 0; i < times; i++) {
+		z.next_in = (unsigned char *)data;
+		z.avail_in = len;
+		while (z.avail_in)
+			ASSERT_EQ(deflate(&z, Z_NO_FLUSH), Z_OK);
+	}
+	ASSERT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+	*out_len = z.total_out;
+	deflateEnd(&z);
+	return out;
+}
+
+static char *gz_upload(const char *path, const char *enc, const void *body,
+		       size_t len)
+{
+	char req[512];
+
+	snprintf(req, sizeof(req), "POST /files?path=%s HTTP/1.1\r\n" ENVD_HDRS
+		 "Content-Type: application/octet-stream\r\n"
+		 "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
+		 path, enc, len);
+	return http(E2B_PLANE_ENVD, req, body, len, NULL);
+}
+
+TEST(gzip_uploads)
+{
+	static const char text[] = "hello, gzip\n";
+	unsigned char *gz, *two, *zeros;
+	size_t glen, zlen;
+	char *r;
+
+	start();
+	nstored = 0;
+	gz = gzip_of(text, sizeof(text) - 1, 1, &glen);
+	r = gz_upload("/g/one", "gzip", gz, glen);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(nstored, 1);
+	ASSERT_EQ(stored_len[0], sizeof(text) - 1);
+	ASSERT_EQ(memcmp(stored_data[0], text, sizeof(text) - 1), 0);
+	/* the body in pieces of a few bytes, and two members one after another */
+	two = malloc(2 * glen);
+	memcpy(two, gz, glen);
+	memcpy(two + glen, gz, glen);
+	{
+		char req[512];
+
+		snprintf(req, sizeof(req), "POST /files?path=/g/two HTTP/1.1\r\n" ENVD_HDRS
+			 "Content-Type: application/octet-stream\r\n"
+			 "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n",
+			 2 * glen);
+		r = http_pieces(E2B_PLANE_ENVD, req, two, 2 * glen, 5);
+	}
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(nstored, 2);
+	ASSERT_EQ(stored_len[1], 2 * (sizeof(text) - 1));
+	ASSERT_EQ(memcmp(stored_data[1] + sizeof(text) - 1, text,
+			 sizeof(text) - 1), 0);
+	/* damaged, cut short, empty, or an unknown encoding: nothing written */
+	two[glen / 2] ^= 0x55;
+	two[glen / 2 + 1] ^= 0x55;
+	r = gz_upload("/g/bad", "gzip", two, glen);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_TRUE(strstr(r, "gzip") != NULL);
+	r = gz_upload("/g/short", "gzip", gz, glen - 6);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_TRUE(strstr(r, "ends early") != NULL);
+	r = gz_upload("/g/empty", "gzip", "", 0);
+	ASSERT_EQ(status_of(r), 400);
+	r = gz_upload("/g/br", "br", gz, glen);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_TRUE(strstr(r, "Content-Encoding") != NULL);
+	r = gz_upload("/g/plain", "gzip", text, sizeof(text) - 1);
+	ASSERT_EQ(status_of(r), 400);
+	ASSERT_EQ(nstored, 2);
+	/* identity is no encoding */
+	r = gz_upload("/g/id", "identity", text, sizeof(text) - 1);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(nstored, 3);
+	/* a bomb: 300 MiB of zeros in a few hundred KiB, refused at the bound */
+	zeros = calloc(1, 1 << 20);
+	free(gz);
+	gz = gzip_of(zeros, 1 << 20, 300, &zlen);
+	ASSERT_LT(zlen, (size_t)1 << 20);
+	sink = true;
+	sink_bytes = 0;
+	r = gz_upload("/g/bomb", "gzip", gz, zlen);
+	sink = false;
+	ASSERT_EQ(status_of(r), 413);
+	ASSERT_TRUE(strstr(r, "inflates") != NULL);
+	ASSERT_LE(sink_bytes, E2B_INFLATE_MAX);
+	ASSERT_EQ(nstored, 3);
+	free(zeros);
+	free(two);
+	free(gz);
 	e2b_server_stop(srv);
 }
 
