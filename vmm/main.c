@@ -28,6 +28,7 @@
 #include "cube_net_addr.h"
 #include "cube_clone.h"
 #include "devices.h"
+#include "jail.h"
 #include "sandbox.h"
 #include "serial.h"
 #include "snapshot.h"
@@ -83,6 +84,7 @@ struct vmm {
 	struct serial serial;
 	struct control ctl;
 	struct snap_config cfg;
+	struct snap_restore r;		/* --restore: the snapshot, opened */
 	int epoll_fd;
 	int console_fd;
 	bool paused;
@@ -119,8 +121,9 @@ static void usage(FILE *f)
 "                       a restore's clone is attached to it (its memory\n"
 "                       counters); closed once the memory is set up\n"
 "  --id NAME            sandbox id (cgroup name; default cube-vmm-<pid>)\n"
-"  --no-cgroup          do not create a cgroup\n"
-"  --no-seccomp         do not install the seccomp filter (debugging)\n"
+"  --no-cgroup          no cgroup (development only: without it a VMM that\n"
+"                       cannot make one refuses to start)\n"
+"  --no-seccomp         no seccomp filters (development only)\n"
 "  --stats              print VM exit (and network) counts and times at the end\n"
 "  -v, --verbose        more messages\n"
 "\n"
@@ -597,7 +600,7 @@ static double elapsed_ms(const struct timespec *a)
 
 static int run(struct vmm *m)
 {
-	struct snap_restore r = { .mem_fd = -1 };
+	struct snap_restore *r = &m->r;
 	struct vm *vm = &m->vm;
 	struct epoll_event ev = { .events = EPOLLIN };
 	int sig_fd = -1, timer_fd = -1, ret = EXIT_ERROR, i, mem_fd = -1;
@@ -606,10 +609,8 @@ static int run(struct vmm *m)
 	sigset_t sigs;
 	char err[256];
 
-	if (m->o.restore && setup_restore(m, &r))
-		goto out;
 	if (m->o.restore)
-		memcpy(mac, r.net.mac, sizeof(mac));
+		memcpy(mac, r->net.mac, sizeof(mac));
 	else if (m->o.net_mac && net_parse_mac(m->o.net_mac, mac)) {
 		pr_err("--net-mac: '%s' is not a unicast MAC address (xx:xx:xx:xx:xx:xx)",
 		       m->o.net_mac);
@@ -643,7 +644,7 @@ static int run(struct vmm *m)
 	signal(SIGPIPE, SIG_IGN);
 
 	if (m->o.restore) {
-		mem_fd = restore_mem_fd(m, &r, &mem_shared);
+		mem_fd = restore_mem_fd(m, r, &mem_shared);
 		if (mem_fd < 0)
 			goto out;
 	}
@@ -677,17 +678,17 @@ static int run(struct vmm *m)
 			goto out;
 	} else {
 		if (vm->devs[VM_DEV_BLK] &&
-		    virtio_blk_size(vm->devs[VM_DEV_BLK]) != r.cfg.blk_size) {
+		    virtio_blk_size(vm->devs[VM_DEV_BLK]) != r->cfg.blk_size) {
 			pr_err("--rootfs %s: size differs from the snapshot's image",
 			       m->o.rootfs);
 			goto out;
 		}
 		m->cfg.guest_cid = m->o.cid;
-		if (snapshot_load(vm, &r, err, sizeof(err))) {
+		if (snapshot_load(vm, r, err, sizeof(err))) {
 			pr_err("cannot restore %s: %s", m->o.restore, err);
 			goto out;
 		}
-		snapshot_close(&r);
+		snapshot_close(r);
 	}
 
 	m->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -722,10 +723,15 @@ static int run(struct vmm *m)
 			goto out;
 		}
 	}
-	if (vsock_start(vm->devs[VM_DEV_VSOCK]) ||
-	    (vm->devs[VM_DEV_NET] && virtio_net_start(vm->devs[VM_DEV_NET])) ||
-	    vm_start_vcpus(vm)) {
-		pr_err("cannot start threads");
+	/*
+	 * The jail, before any thread starts: threads inherit the limits, no
+	 * capabilities and no_new_privs (capabilities are per thread: dropped
+	 * after, the threads would keep them).
+	 */
+	ret = jail_rlimits(vm->mem.size + JAIL_FSIZE_SLACK);
+	if (ret) {
+		pr_err("cannot set the resource limits: %s", strerror(-ret));
+		ret = EXIT_ERROR;
 		goto out;
 	}
 	if ((ret = sandbox_drop_caps())) {
@@ -733,11 +739,29 @@ static int run(struct vmm *m)
 		ret = EXIT_ERROR;
 		goto out;
 	}
-	if (!m->o.no_seccomp && (ret = sandbox_seccomp())) {
-		pr_err("cannot install the seccomp filter: %s", strerror(-ret));
+	if (!m->o.no_seccomp && (ret = jail_vcpu_prepare(vm))) {
+		pr_err("cannot build the vCPU seccomp filters: %s (--no-seccomp runs without, for development)",
+		       strerror(-ret));
 		ret = EXIT_ERROR;
 		goto out;
 	}
+	ret = EXIT_ERROR;
+	if (vsock_start(vm->devs[VM_DEV_VSOCK]) ||
+	    (vm->devs[VM_DEV_NET] && virtio_net_start(vm->devs[VM_DEV_NET])) ||
+	    vm_start_vcpus(vm)) {
+		pr_err("cannot start threads");
+		goto out;
+	}
+	/* every thread's list; each vCPU adds its own before it first runs */
+	if (!m->o.no_seccomp && (ret = sandbox_seccomp())) {
+		pr_err("cannot install the seccomp filter: %s (--no-seccomp runs without, for development)",
+		       strerror(-ret));
+		ret = EXIT_ERROR;
+		goto out;
+	}
+#ifdef CUBE_VMM_TEST_HOOKS
+	jail_test_hook("main", vm->vm_fd);
+#endif
 	pr_info("%s in %.1f ms", m->o.restore ? "restored" : "set up",
 		elapsed_ms(&m->t0));
 	vm_go(vm);
@@ -793,7 +817,7 @@ out:
 		vm->devs[i] = NULL;
 	if (vm->serial)
 		serial_flush(vm->serial);
-	snapshot_close(&r);
+	snapshot_close(r);
 	vm_destroy(vm);
 	if (sig_fd >= 0)
 		close(sig_fd);
@@ -815,10 +839,25 @@ int main(int argc, char **argv)
 	for (ret = 0; ret < CONTROL_MAX_CLIENTS; ret++)
 		m.ctl.clients[ret].fd = -1;
 	m.epoll_fd = -1;
+	m.r.mem_fd = -1;
 	if (parse_opts(&m.o, argc, argv)) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	/* nothing a supervisor left open reaches the VM: stdio and ours only */
+	{
+		int keep[2] = { m.o.net_tap_fd, m.o.sandbox_fd };
+
+		ret = jail_close_fds(keep, 2);
+		if (ret) {
+			pr_err("cannot close inherited file descriptors: %s",
+			       strerror(-ret));
+			return EXIT_ERROR;
+		}
+	}
+	/* a restore's shape (and so its limits) is the snapshot's */
+	if (m.o.restore && setup_restore(&m, &m.r))
+		return EXIT_ERROR;
 	if (!m.o.no_cgroup) {
 		snprintf(name, sizeof(name), "cube-vmm-%d", (int)getpid());
 		lim.name = m.o.id ? m.o.id : name;
@@ -826,15 +865,14 @@ int main(int argc, char **argv)
 		/* Guest memory plus the VMM's own (buffers, page tables). */
 		lim.memory_max = (m.o.mem_mib << 20) + (128ULL << 20);
 		lim.pids_max = m.o.vcpus + 16;
-		if (m.o.restore) {
-			/* The shape comes from the snapshot: be generous. */
-			lim.cpu_quota_us = 0;
-			lim.memory_max = VM_MEM_MAX + (128ULL << 20);
-			lim.pids_max = VM_MAX_VCPUS + 16;
-		}
 		ret = sandbox_cgroup_enter(&lim, &err);
 		if (ret < 0) {
 			pr_err("cgroup: %s: %s", err, strerror(-ret));
+			return EXIT_ERROR;
+		}
+		/* fail closed: no VM without its cpu and memory bounds */
+		if (ret > 0) {
+			pr_err("cgroup: /sys/fs/cgroup is not a writable cgroup v2 mount, so the VM's cpu and memory cannot be bounded (--no-cgroup runs without, for development)");
 			return EXIT_ERROR;
 		}
 	}

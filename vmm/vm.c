@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "jail.h"
 #include "util.h"
 #include "vm.h"
 
@@ -317,6 +318,7 @@ static void *vcpu_thread(void *arg)
 	struct vm *vm = vcpu->vm;
 	struct kvm_run *run = vcpu->run;
 	sigset_t set;
+	int err;
 
 	vcpu_cur_run = run;
 	sigemptyset(&set);
@@ -329,6 +331,11 @@ static void *vcpu_thread(void *arg)
 	while (!vm->go && vm->exit == VM_RUNNING)
 		pthread_cond_wait(&vm->cond, &vm->lock);
 	pthread_mutex_unlock(&vm->lock);
+	/* this vCPU's own seccomp filter, before the guest first runs here */
+	err = jail_vcpu_enter(vcpu);
+	if (err)
+		vm_request_exit(vm, VM_EXIT_ERROR, "vCPU %d: seccomp: %s",
+				vcpu->id, strerror(-err));
 
 	for (;;) {
 		if (__atomic_load_n(&vm->pause_req, __ATOMIC_ACQUIRE) ||

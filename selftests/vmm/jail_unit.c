@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * jail_unit: cube-vmm's jail (vmm/jail.c, vmm/sandbox.c) on real
+ * processes, natively: a vCPU thread's filter lets through KVM_RUN on its
+ * own vCPU fd and KVM_IRQ_LINE on the VM fd, and kills the process for any
+ * other ioctl, a new socket, a file opened or renamed; stacked on the
+ * process-wide list it still loads and still kills, while the other
+ * threads keep the wider list; the rlimits are what jail.h says and a
+ * write past RLIMIT_FSIZE fails instead of killing; inherited fds are
+ * closed but the ones kept.  Each case runs in a child of its own, with
+ * eventfds standing in for the KVM fds (the ioctls fail with ENOTTY when
+ * the filter lets them through).
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "cube_test.h"
+#include "cube_wait.h"
+#include "jail.h"
+#include "sandbox.h"
+#include "vm.h"
+
+static struct vm vm;
+
+static void fake_vm(void)
+{
+	int i;
+
+	memset(&vm, 0, sizeof(vm));
+	vm.nr_vcpus = 2;
+	vm.vm_fd = eventfd(0, EFD_CLOEXEC);
+	for (i = 0; i < vm.nr_vcpus; i++) {
+		vm.vcpus[i].vm = &vm;
+		vm.vcpus[i].id = i;
+		vm.vcpus[i].fd = eventfd(0, EFD_CLOEXEC);
+	}
+}
+
+/* What a vCPU thread may be made to do; each returns normally if allowed. */
+static void do_call(const char *call)
+{
+	struct kvm_irq_level irq = { .irq = 5 };
+	struct kvm_clock_data clock;
+	struct stat st;
+	char buf[8];
+
+	if (!strcmp(call, "kvm-run-own"))
+		ioctl(vm.vcpus[0].fd, KVM_RUN, 0);
+	else if (!strcmp(call, "kvm-run-other"))
+		ioctl(vm.vcpus[1].fd, KVM_RUN, 0);
+	else if (!strcmp(call, "irq-line"))
+		ioctl(vm.vm_fd, KVM_IRQ_LINE, &irq);
+	else if (!strcmp(call, "irq-line-on-vcpu"))
+		ioctl(vm.vcpus[0].fd, KVM_IRQ_LINE, &irq);
+	else if (!strcmp(call, "get-clock"))
+		ioctl(vm.vm_fd, KVM_GET_CLOCK, &clock);
+	else if (!strcmp(call, "getrandom"))
+		getrandom(buf, sizeof(buf), 0);
+	else if (!strcmp(call, "pread"))
+		pread(vm.vm_fd, buf, 8, 0);
+	else if (!strcmp(call, "socket"))
+		socket(AF_UNIX, SOCK_STREAM, 0);
+	else if (!strcmp(call, "openat"))
+		open("/proc/self/status", O_RDONLY);
+	else if (!strcmp(call, "rename"))
+		rename("/nonexistent-a", "/nonexistent-b");
+	else if (!strcmp(call, "unlink"))
+		unlink("/nonexistent-a");
+	else if (!strcmp(call, "fstat"))
+		fstat(vm.vm_fd, &st);
+	else if (!strcmp(call, "stat"))
+		stat("/proc/self/status", &st);
+	else if (!strcmp(call, "getppid"))
+		syscall(SYS_getppid);
+}
+
+static void no_core(void)
+{
+	struct rlimit r = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &r);
+}
+
+/* A child whose only thread is vCPU 0 and makes @call: its wait status. */
+static int vcpu_call(const char *call)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		no_core();
+		fake_vm();
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+			_exit(10);
+		if (jail_vcpu_prepare(&vm))
+			_exit(11);
+		if (jail_vcpu_enter(&vm.vcpus[0]))
+			_exit(12);
+		do_call(call);
+		_exit(0);
+	}
+	return ct_reap(pid);
+}
+
+TEST(vcpu_filter_allows_what_a_vcpu_does)
+{
+	static const char * const ok[] = {
+		"kvm-run-own", "irq-line", "getrandom", "pread", "fstat",
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int st = vcpu_call(ok[i]);
+
+		TH_LOG("%s", ok[i]);
+		EXPECT_EXIT(st, 0);
+	}
+}
+
+TEST(vcpu_filter_kills_anything_else)
+{
+	static const char * const bad[] = {
+		"kvm-run-other", "irq-line-on-vcpu", "get-clock", "socket",
+		"openat", "rename", "unlink", "stat", "getppid",
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int st = vcpu_call(bad[i]);
+
+		TH_LOG("%s", bad[i]);
+		EXPECT_KILLED(st, SIGSYS);
+	}
+}
+
+/* the process-wide list, then a vCPU thread stacking its own */
+struct stacked {
+	int go[2];
+	const char *vcpu_call;
+	int err;
+};
+
+static void *stacked_vcpu(void *arg)
+{
+	struct stacked *s = arg;
+	char c;
+
+	if (read(s->go[0], &c, 1) != 1)
+		return NULL;
+	s->err = jail_vcpu_enter(&vm.vcpus[0]);
+	if (!s->err)
+		do_call(s->vcpu_call);
+	return NULL;
+}
+
+/* @vcpu_call in the vCPU thread, then @main_call in the main thread */
+static int stacked_call(const char *vcpu_call, const char *main_call)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct stacked s = { .vcpu_call = vcpu_call };
+		pthread_t t;
+
+		no_core();
+		fake_vm();
+		if (pipe(s.go) || sandbox_drop_caps() || jail_vcpu_prepare(&vm) ||
+		    pthread_create(&t, NULL, stacked_vcpu, &s))
+			_exit(10);
+		if (sandbox_seccomp())
+			_exit(11);
+		if (write(s.go[1], "x", 1) != 1)
+			_exit(12);
+		pthread_join(t, NULL);
+		if (s.err)
+			_exit(13);
+		do_call(main_call);
+		_exit(0);
+	}
+	return ct_reap(pid);
+}
+
+TEST(vcpu_filter_stacks_on_the_process_list)
+{
+	int st;
+
+	/* the process list lets the vCPU thread load its filter */
+	st = stacked_call("kvm-run-own", "");
+	EXPECT_EXIT(st, 0);
+	/* a Unix socket: the I/O and main threads may, a vCPU may not */
+	st = stacked_call("", "socket");
+	EXPECT_EXIT(st, 0);
+	st = stacked_call("socket", "");
+	EXPECT_KILLED(st, SIGSYS);
+	st = stacked_call("get-clock", "");
+	EXPECT_KILLED(st, SIGSYS);
+	st = stacked_call("", "get-clock");
+	EXPECT_EXIT(st, 0);
+	/* and what neither list has kills from any thread */
+	st = stacked_call("", "getppid");
+	EXPECT_KILLED(st, SIGSYS);
+}
+
+TEST(rlimits)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		char path[] = "/tmp/jail-unit-XXXXXX", buf[4096] = { 0 };
+		struct rlimit r;
+		int fd = mkstemp(path), i, before;
+		ssize_t n = 0;
+
+		if (fd < 0)
+			_exit(10);
+		unlink(path);
+		/* what jail_rlimits() counts */
+		for (before = 0, i = 0; i < 65536; i++)
+			if (fcntl(i, F_GETFD) >= 0)
+				before++;
+		if (jail_rlimits(64 * 1024))
+			_exit(11);
+		if (getrlimit(RLIMIT_CORE, &r) || r.rlim_cur || r.rlim_max)
+			_exit(12);
+		if (getrlimit(RLIMIT_FSIZE, &r) || r.rlim_cur != 64 * 1024 ||
+		    r.rlim_max != 64 * 1024)
+			_exit(13);
+		if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur != r.rlim_max ||
+		    r.rlim_cur != (rlim_t)before + 1024 + 8 + 16)
+			_exit(14);
+		/* past the size: EFBIG, and the process lives on */
+		for (i = 0; i < 17; i++) {
+			n = write(fd, buf, sizeof(buf));
+			if (n < 0)
+				break;
+		}
+		if (i != 16 || n >= 0 || errno != EFBIG)
+			_exit(15);
+		_exit(0);
+	}
+	st = ct_reap(pid);
+	EXPECT_EXIT(st, 0);
+}
+
+TEST(inherited_fds_are_closed_but_the_kept_ones)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		int p[2], keep[2] = { 41, -1 };
+
+		if (pipe(p) || dup2(p[1], 40) != 40 || dup2(p[0], 41) != 41)
+			_exit(10);
+		if (jail_close_fds(keep, 2))
+			_exit(11);
+		if (fcntl(40, F_GETFD) >= 0 || errno != EBADF)
+			_exit(12);
+		if (fcntl(p[0], F_GETFD) >= 0 || fcntl(p[1], F_GETFD) >= 0)
+			_exit(13);
+		if (fcntl(41, F_GETFD) < 0)
+			_exit(14);
+		if (fcntl(0, F_GETFD) < 0 && fcntl(2, F_GETFD) < 0)
+			_exit(15);
+		_exit(0);
+	}
+	st = ct_reap(pid);
+	EXPECT_EXIT(st, 0);
+}
+
+TEST_MAIN()
