@@ -51,6 +51,10 @@
 #include "cube_net.h"
 #include "cube_runtime.h"
 
+/* the VMM's inherited fds, after stdio (start_vmm()) */
+#define VMM_SANDBOX_FD	3
+#define VMM_TAP_FD	4
+
 struct shim {
 	char template_name[CUBE_NAME_MAX];
 	unsigned int vcpus, memory_mb, boot_timeout;
@@ -440,12 +444,15 @@ static int start_vmm(struct shim *s)
 	argv[n++] = console;
 	argv[n++] = "--id";
 	argv[n++] = name;
-	/* the VMM attaches its restore's clone: the sandbox's memory counters */
-	snprintf(sbfd, sizeof(sbfd), "%d", s->sbfd);
+	/*
+	 * the VMM attaches its restore's clone: the sandbox's memory
+	 * counters; both fds are moved to fixed numbers in the child
+	 */
+	snprintf(sbfd, sizeof(sbfd), "%d", VMM_SANDBOX_FD);
 	argv[n++] = "--cube-sandbox-fd";
 	argv[n++] = sbfd;
 	if (s->net.tap_fd >= 0) {
-		snprintf(tapfd, sizeof(tapfd), "%d", s->net.tap_fd);
+		snprintf(tapfd, sizeof(tapfd), "%d", VMM_TAP_FD);
 		argv[n++] = "--net-tap-fd";
 		argv[n++] = tapfd;
 	}
@@ -460,31 +467,35 @@ static int start_vmm(struct shim *s)
 	if (s->vmm == 0) {
 		char logp[PATH_MAX + 16];
 		sigset_t none;
-		int log;
+		int log, sb, tap = -1;
 
-		/*
-		 * the report is the shim's: a VMM holding it would keep the
-		 * reader waiting after the shim is gone
-		 */
-		if (s->report_fd >= 0)
-			close(s->report_fd);
 		/* the VMM's own messages, to tell why it failed */
 		snprintf(logp, sizeof(logp), "%s/vmm.log", s->dir);
 		log = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		if (log >= 0) {
-			dup2(log, 1);
-			dup2(log, 2);
-		}
+		if (log < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
+			_exit(127);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		/*
-		 * the fds the VMM inherits besides stdio: the sandbox's (it
-		 * closes it once its memory is set up) and the tap
+		 * The fds the VMM inherits besides stdio (stdin is the
+		 * shim's /dev/null): the sandbox's (it closes it once its
+		 * memory is set up) and the tap, at fixed numbers, and nothing
+		 * else.  Above all not the report pipe: a VMM holding it could
+		 * report the sandbox ready itself, or keep the reader waiting
+		 * after the shim is gone.
 		 */
-		if (fcntl(s->sbfd, F_SETFD, 0))
+		sb = fcntl(s->sbfd, F_DUPFD_CLOEXEC, 16);
+		if (s->net.tap_fd >= 0)
+			tap = fcntl(s->net.tap_fd, F_DUPFD_CLOEXEC, 16);
+		if (sb < 0 || dup2(sb, VMM_SANDBOX_FD) < 0)
 			_exit(127);
-		if (s->net.tap_fd >= 0 && fcntl(s->net.tap_fd, F_SETFD, 0))
+		if (s->net.tap_fd >= 0 &&
+		    (tap < 0 || dup2(tap, VMM_TAP_FD) < 0))
 			_exit(127);
+		if (close_range(VMM_TAP_FD + 1, ~0U, 0))
+			_exit(127);
+		if (s->net.tap_fd < 0)
+			close(VMM_TAP_FD);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(127);

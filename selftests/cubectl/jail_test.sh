@@ -1,0 +1,140 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# jail_test.sh: the VMM of a real sandbox (restored from its template by
+# cube-shim) and of its fork is jailed as Documentation/vmm.rst says:
+#   * its cgroup has the sandbox's own limits, memory.max = memory +
+#     128 MiB and cpu.max = vCPUs x 100 ms, as a booted VM's would be (not
+#     the generous fixed ones a restore once had);
+#   * its fd table is what it needs: stdio (/dev/null, vmm.log), KVM, its
+#     eventfds, epolls, signalfd and timerfd, its sockets, the console log,
+#     the rootfs, the tap; never a pipe (the shim's report channel is one);
+#   * no core, bounded file size and descriptors; every thread without
+#     capabilities, with no_new_privs and seccomp, vCPUs with a second
+#     filter of their own.
+# Needs cube.ko, /dev/kvm, the guest rootfs disk (to build the template).
+cd "$(dirname "$0")" || exit 1
+. ./ktap.sh
+
+C=./cubectl
+T=/tmp/jail-test
+export CUBE_STATE_DIR=$T/state CUBE_RUN_DIR=$T/run
+rm -rf $T
+mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
+MEM=192
+
+cleanup() {
+	for id in $($C --json ls 2>/dev/null | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
+		$C kill "$id" >/dev/null 2>&1
+	done
+	$C template rm jt >/dev/null 2>&1
+	rm -rf $T
+}
+trap cleanup EXIT
+
+# the process that runs sandbox $1's VM: cube-vmm's child, under seccomp
+vm_pid() {
+	for f in /proc/[0-9]*/cmdline; do
+		p=${f#/proc/}
+		p=${p%/cmdline}
+		tr '\0' ' ' < "$f" 2>/dev/null |
+			grep -q -- "--restore .*$CUBE_RUN_DIR/sandboxes/$1/vsock" ||
+			continue
+		grep -q '^Seccomp:[[:space:]]*2' "/proc/$p/status" 2>/dev/null &&
+			echo "$p" && return 0
+	done
+	return 1
+}
+
+# the fds of process $1 (sandbox $2) that are none of what a VMM needs
+odd_fds() {
+	for fd in /proc/$1/fd/*; do
+		t=$(readlink "$fd") || continue
+		case "$t" in
+		/dev/null|/dev/kvm|/dev/net/tun|anon_inode:kvm-vm|\
+		anon_inode:kvm-vcpu:*|"anon_inode:[eventfd]"|\
+		"anon_inode:[eventpoll]"|"anon_inode:[signalfd]"|\
+		"anon_inode:[timerfd]"|socket:*|$T/rootfs.ext4|\
+		$CUBE_RUN_DIR/sandboxes/$2/vmm.log|\
+		$CUBE_RUN_DIR/sandboxes/$2/console.log) ;;
+		*) echo "${fd##*/}:$t" ;;
+		esac
+	done
+}
+
+# check_vm NAME ID: the jail of sandbox ID's VMM
+check_vm() {
+	pid=$(vm_pid "$2")
+	if [ -z "$pid" ]; then
+		not_ok "$1: its VMM runs under seccomp" "no such process"
+		ktap_finish $PLAN
+		exit 1
+	fi
+	odd=$(odd_fds "$pid" "$2")
+	pipes=$(ls -l /proc/$pid/fd | grep -c 'pipe:')
+	[ -z "$odd" ] && [ "$pipes" = 0 ] &&
+		ok "$1: the VMM holds only the fds it needs" ||
+		not_ok "$1: the VMM holds only the fds it needs" "odd fds: $odd"
+
+	core=$(awk '/^Max core file size/ { print $5 "/" $6 }' /proc/$pid/limits)
+	fsize=$(awk '/^Max file size/ { print $4 "/" $5 }' /proc/$pid/limits)
+	nofile=$(awk '/^Max open files/ { print $4 }' /proc/$pid/limits)
+	want=$(((MEM + 64) * 1048576))
+	[ "$core" = 0/0 ] && [ "$fsize" = "$want/$want" ] &&
+		[ "$nofile" -gt 1032 ] && [ "$nofile" -lt 1200 ] &&
+		ok "$1: rlimits: no core, bounded file size and fds" ||
+		not_ok "$1: rlimits: no core, bounded file size and fds" \
+			"core $core, file size $fsize (want $want), open files $nofile"
+
+	bad=
+	two=0
+	for st in /proc/$pid/task/*/status; do
+		grep -q '^CapEff:[[:space:]]*0000000000000000$' "$st" &&
+			grep -q '^CapBnd:[[:space:]]*0000000000000000$' "$st" &&
+			grep -q '^NoNewPrivs:[[:space:]]*1$' "$st" &&
+			grep -q '^Seccomp:[[:space:]]*2$' "$st" || bad="$bad $st"
+		grep -q '^Seccomp_filters:[[:space:]]*2$' "$st" && two=$((two + 1))
+	done
+	[ -z "$bad" ] && [ "$two" = 1 ] &&
+		ok "$1: every thread without capabilities, under seccomp; the vCPU's own filter" ||
+		not_ok "$1: every thread without capabilities, under seccomp; the vCPU's own filter" \
+			"threads not jailed:$bad; threads with two filters: $two"
+
+	cg=/sys/fs/cgroup/cube/cube-$2
+	mem=$(cat $cg/memory.max 2>&1)
+	cpu=$(cat $cg/cpu.max 2>&1)
+	[ "$mem" = $(((MEM + 128) * 1048576)) ] && [ "$cpu" = "100000 100000" ] &&
+		ok "$1: cgroup limits of its shape" ||
+		not_ok "$1: cgroup limits of its shape" \
+			"memory.max $mem (want $(((MEM + 128) * 1048576))), cpu.max $cpu"
+}
+
+PLAN=11
+ktap_plan $PLAN
+rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
+if [ -z "$rootfs" ] || [ ! -c /dev/kvm ]; then
+	not_ok "guest images and /dev/kvm are there" "rootfs '$rootfs', /dev/kvm"
+	ktap_finish $PLAN
+	exit 1
+fi
+cp "$rootfs" $T/rootfs.ext4
+expect "template build" 0 $C template build jt --kernel /boot/vmlinuz \
+	--initrd ./initramfs.cpio.gz --rootfs $T/rootfs.ext4 \
+	--append cube.rootfstype=ext4 --vcpus 1 --memory $MEM
+[ $got = 0 ] || { ktap_finish $PLAN; exit 1; }
+
+id=$($C create --template jt)
+[ -n "$id" ] && ok "create" || { not_ok "create" "no id"; ktap_finish $PLAN; exit 1; }
+check_vm "sandbox" "$id"
+
+fid=$($C fork "$id")
+if [ -n "$fid" ] && [ "$($C exec "$fid" -- echo forked)" = forked ]; then
+	ok "fork runs"
+else
+	not_ok "fork runs" "fork id '$fid'"
+	ktap_finish $PLAN
+	exit 1
+fi
+check_vm "fork" "$fid"
+ktap_finish $PLAN
+exit $ktap_failed
