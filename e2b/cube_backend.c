@@ -767,6 +767,7 @@ static const struct e2b_backend_ops cube_ops = {
 	.watch_start = cube_be_watch_start,
 	.watch_next = cube_watch_next,
 	.watch_close = cube_watch_close,
+	.watch_start_recursive = cube_be_watch_start_recursive,
 	.file_read = cube_be_file_read,
 	.file_read_chunk = cube_be_file_read_chunk,
 	.file_write = cube_be_file_write,

@@ -175,6 +175,9 @@ int cube_be_proc_update(void *be, const char *sid,
 			unsigned int rows);
 int cube_be_watch_start(void *be, const char *sid, const char *user,
 			const char *path, struct e2b_watch **out, char *msg);
+int cube_be_watch_start_recursive(void *be, const char *sid,
+				  const char *user, const char *path,
+				  struct e2b_watch **out, char *msg);
 
 /* --- cube_backend_files.c --- */
 

@@ -101,7 +101,18 @@ int cube_be_watch_start(void *be, const char *sid, const char *user,
 	uint64_t id;
 
 	return cube_be_sandbox_id(b, sid, &id) ?:
-	       cube_watch_start(b->procs, id, path, out, msg);
+	       cube_watch_start(b->procs, id, path, false, out, msg);
+}
+
+int cube_be_watch_start_recursive(void *be, const char *sid,
+				  const char *user, const char *path,
+				  struct e2b_watch **out, char *msg)
+{
+	struct cube_backend *b = be;
+	uint64_t id;
+
+	return cube_be_sandbox_id(b, sid, &id) ?:
+	       cube_watch_start(b->procs, id, path, true, out, msg);
 }
 
 void cube_be_proc_close(struct e2b_proc *p)

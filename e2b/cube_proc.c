@@ -809,7 +809,8 @@ void cube_proc_drop_sandbox(struct cube_proc_table *t, uint64_t sandbox)
 /* --- directory watches --- */
 
 int cube_watch_start(struct cube_proc_table *t, uint64_t sandbox,
-		     const char *path, struct e2b_watch **out, char *msg)
+		     const char *path, bool recursive, struct e2b_watch **out,
+		     char *msg)
 {
 	struct e2b_watch *w, *x;
 	unsigned int n = 0;
@@ -843,7 +844,8 @@ int cube_watch_start(struct cube_proc_table *t, uint64_t sandbox,
 		goto err;
 	}
 	cube_agent_set_timeout(w->a, 10000);
-	ret = cube_agent_watch(w->a, path);
+	ret = recursive ? cube_agent_watch_recursive(w->a, path) :
+			  cube_agent_watch(w->a, path);
 	if (ret) {
 		snprintf(msg, E2B_MSG_MAX, "%s", cube_agent_error(w->a));
 		goto err;

@@ -63,7 +63,8 @@ int cube_proc_resize(struct cube_proc_table *t, uint64_t sandbox,
 #define CUBE_WATCH_MAX	CUBE_AGENT_MAX_WATCHES	/* per sandbox */
 /* -EAGAIN with CUBE_WATCH_MAX watches of @sandbox open */
 int cube_watch_start(struct cube_proc_table *t, uint64_t sandbox,
-		     const char *path, struct e2b_watch **out, char *msg);
+		     const char *path, bool recursive, struct e2b_watch **out,
+		     char *msg);
 /* the e2b_backend_ops.watch_next contract */
 int cube_watch_next(struct e2b_watch *w, struct e2b_fs_event *ev,
 		    int timeout_ms);

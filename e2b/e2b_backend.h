@@ -199,7 +199,8 @@ enum e2b_fs_event_type {
 /** struct e2b_fs_event - filesystem.FilesystemEvent */
 struct e2b_fs_event {
 	enum e2b_fs_event_type type;
-	char name[256];			/* an entry of the watched directory */
+	/* an entry of the directory; below it for a recursive watch */
+	char name[4096];
 };
 
 struct e2b_watch;	/* a backend's directory watch */
@@ -318,6 +319,13 @@ struct e2b_backend_ops {
 	int (*watch_next)(struct e2b_watch *w, struct e2b_fs_event *ev,
 			  int timeout_ms);
 	void (*watch_close)(struct e2b_watch *w);
+	/*
+	 * a watch of the directory and every one below it, events naming
+	 * paths relative to it; NULL: not supported
+	 */
+	int (*watch_start_recursive)(void *be, const char *id,
+				     const char *user, const char *path,
+				     struct e2b_watch **out, char *msg);
 
 	int (*file_read)(void *be, const char *id, const char *user,
 			 const char *path, struct e2b_file **out,

@@ -615,12 +615,6 @@ static void do_watch_dir(const struct e2b_api *api,
 		e2b_reply_stream_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
 		return;
 	}
-	if (recursive) {
-		free(path);
-		e2b_reply_stream_error(resp, CF_UNIMPLEMENTED,
-				       "recursive watching is not supported");
-		return;
-	}
 	abs = watch_path(path, ec->user);
 	if (!abs) {
 		free(path);
@@ -628,7 +622,16 @@ static void do_watch_dir(const struct e2b_api *api,
 				       "out of memory");
 		return;
 	}
-	ret = b->ops->watch_start(b->be, ec->sandbox, ec->user, abs, &w, msg);
+	if (recursive && !b->ops->watch_start_recursive) {
+		snprintf(msg, sizeof(msg), "recursive watching is not supported");
+		ret = -EOPNOTSUPP;
+	}
+	else if (recursive)
+		ret = b->ops->watch_start_recursive(b->be, ec->sandbox, ec->user,
+						    abs, &w, msg);
+	else
+		ret = b->ops->watch_start(b->be, ec->sandbox, ec->user, abs,
+					  &w, msg);
 	if (ret) {
 		if (ret == -ENOENT && !msg[0])
 			snprintf(msg, sizeof(msg), "'%s' does not exist", path);

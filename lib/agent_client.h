@@ -188,7 +188,8 @@ int cube_agent_rename(struct cube_agent *a, const char *from, const char *to);
 
 struct cube_watch_event {
 	enum cube_agent_fs_event type;
-	char name[CUBE_AGENT_MAX_NAME];	/* an entry of the directory */
+	/* an entry of the directory; for a recursive watch, its path below */
+	char name[CUBE_AGENT_MAX_STRING];
 };
 
 /*
@@ -196,6 +197,12 @@ struct cube_watch_event {
  * serves only the watch, which ends when it is closed.
  */
 int cube_agent_watch(struct cube_agent *a, const char *path);
+/*
+ * The same for the directory and every directory below it, those made
+ * later included; events name entries by their path relative to @path
+ * ("sub/file").
+ */
+int cube_agent_watch_recursive(struct cube_agent *a, const char *path);
 /*
  * Waits up to @timeout_ms (-1: the connection's timeout) for the next
  * change.  Returns 0 with @ev filled, -ETIMEDOUT, or another negative errno

@@ -29,6 +29,7 @@ struct cube_agent {
 	uint32_t exec_id;
 	/* the directory watch (the connection serves only it) */
 	bool watch_active;
+	bool watch_recursive;	/* events may name paths below */
 	uint32_t watch_id;
 };
 

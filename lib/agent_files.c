@@ -338,7 +338,7 @@ int cube_agent_rename(struct cube_agent *a, const char *from, const char *to)
 	return client_simple(a, &b, id);
 }
 
-int cube_agent_watch(struct cube_agent *a, const char *path)
+static int watch(struct cube_agent *a, const char *path, bool recursive)
 {
 	struct cube_wire_buf b = { 0 };
 	uint32_t id;
@@ -349,12 +349,45 @@ int cube_agent_watch(struct cube_agent *a, const char *path)
 		return err;
 	cube_wire_start(&b, CUBE_MSG_WATCH, id);
 	cube_wire_put_str(&b, CUBE_ATTR_PATH, path);
+	if (recursive)
+		cube_wire_put_flag(&b, CUBE_ATTR_RECURSIVE);
 	err = client_simple(a, &b, id);
 	if (err)
 		return err;
 	a->watch_active = true;
+	a->watch_recursive = recursive;
 	a->watch_id = id;
 	return 0;
+}
+
+int cube_agent_watch(struct cube_agent *a, const char *path)
+{
+	return watch(a, path, false);
+}
+
+int cube_agent_watch_recursive(struct cube_agent *a, const char *path)
+{
+	return watch(a, path, true);
+}
+
+/* a path below a watched directory: relative, no "", "." or ".." part */
+static bool rel_path_ok(const char *p)
+{
+	const char *c = p;
+
+	if (!p[0] || p[0] == '/')
+		return false;
+	while (*c) {
+		size_t n = strcspn(c, "/");
+
+		if (!n || (n == 1 && c[0] == '.') ||
+		    (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += n;
+		if (*c == '/' && !*++c)
+			return false;	/* a trailing '/' */
+	}
+	return true;
 }
 
 int cube_agent_watch_next(struct cube_agent *a, struct cube_watch_event *ev,
@@ -397,5 +430,14 @@ int cube_agent_watch_next(struct cube_agent *a, struct cube_watch_event *ev,
 				     n);
 	ev->type = type;
 	memcpy(ev->name, n, cube_wire_len(name));
+	if (m.first[CUBE_ATTR_PATH]) {
+		const struct cube_agent_attr *pa = m.first[CUBE_ATTR_PATH];
+		const char *p = cube_wire_value(pa);
+
+		if (!a->watch_recursive || !rel_path_ok(p))
+			return client_broken(a, -EPROTO,
+					     "agent watch event path '%.64s'", p);
+		memcpy(ev->name, p, cube_wire_len(pa));
+	}
 	return 0;
 }

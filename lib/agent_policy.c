@@ -76,9 +76,16 @@ static const struct cube_wire_policy pol_rename = {
 	.required = REQ(CUBE_ATTR_PATH) | REQ(CUBE_ATTR_NEWPATH),
 };
 
+static const struct cube_wire_policy pol_watch = {
+	STR(CUBE_ATTR_PATH, CUBE_AGENT_MAX_STRING),
+	FLAG(CUBE_ATTR_RECURSIVE),
+	.required = REQ(CUBE_ATTR_PATH),
+};
+
 static const struct cube_wire_policy pol_fs_event = {
 	U32(CUBE_ATTR_EVENT),
 	STR(CUBE_ATTR_NAME, CUBE_AGENT_MAX_NAME),
+	STR(CUBE_ATTR_PATH, CUBE_AGENT_MAX_STRING),
 	.required = REQ(CUBE_ATTR_EVENT) | REQ(CUBE_ATTR_NAME),
 };
 
@@ -174,8 +181,9 @@ const struct cube_wire_policy *cube_wire_policy(uint16_t type)
 	case CUBE_MSG_FILE_READ:
 	case CUBE_MSG_LIST:
 	case CUBE_MSG_STAT:
-	case CUBE_MSG_WATCH:
 		return &pol_path;
+	case CUBE_MSG_WATCH:
+		return &pol_watch;
 	case CUBE_MSG_MKDIR:
 		return &pol_mkdir;
 	case CUBE_MSG_REMOVE:

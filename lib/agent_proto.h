@@ -83,7 +83,7 @@ enum cube_agent_msg {
 	CUBE_MSG_MKDIR		= 0x24,	/* PATH MODE? PARENTS? -> OK | ERROR */
 	CUBE_MSG_REMOVE		= 0x25,	/* PATH RECURSIVE? -> OK | ERROR */
 	CUBE_MSG_RENAME		= 0x26,	/* PATH NEWPATH -> OK | ERROR */
-	CUBE_MSG_WATCH		= 0x27,	/* PATH -> OK, then FS_EVENT*; ERROR */
+	CUBE_MSG_WATCH		= 0x27,	/* PATH [RECURSIVE] -> OK, then FS_EVENT*; ERROR */
 	CUBE_MSG_RESEED		= 0x30,	/* SEED -> OK | ERROR */
 	CUBE_MSG_IDENTITY	= 0x31,	/* HOSTNAME? SANDBOX_ID? TIME_NS? */
 	CUBE_MSG_DATA		= 0x40,	/* DATA: one chunk, both directions */
@@ -98,7 +98,8 @@ enum cube_agent_msg {
 	CUBE_MSG_EXIT		= 0x86,	/* EXIT_CODE | TERM_SIGNAL, TIMED_OUT? */
 	CUBE_MSG_DIRENT		= 0x87,	/* NAME FTYPE SIZE MODE MTIME_NS */
 	CUBE_MSG_STAT_REPLY	= 0x88,	/* FTYPE SIZE MODE MTIME_NS UID GID */
-	CUBE_MSG_FS_EVENT	= 0x89,	/* EVENT NAME: in a watched directory */
+	CUBE_MSG_FS_EVENT	= 0x89,	/* EVENT NAME [PATH]: in a watched directory;
+					 * PATH: below it (recursive), relative */
 };
 
 /* Attribute types and their value formats. */

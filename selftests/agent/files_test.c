@@ -446,6 +446,70 @@ TEST_F(files, watch)
 	cube_agent_close(b);
 }
 
+/*
+ * A recursive watch: the directories below, those made later too, each
+ * entry named by its path under the watched one.
+ */
+TEST_F(files, watch_recursive)
+{
+	char dir[128], path[300];
+	struct cube_watch_event ev;
+	int fd;
+
+	in_dir(&self->p, dir, sizeof(dir), "wr");
+	ASSERT_EQ(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/a", dir);
+	ASSERT_EQ(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/a/b", dir);
+	ASSERT_EQ(mkdir(path, 0755), 0);
+	ASSERT_EQ(cube_agent_watch_recursive(self->a, dir), 0);
+	snprintf(path, sizeof(path), "%s/a/b/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ASSERT_GE(fd, 0);
+	next_change(self->a, CUBE_FS_CREATE, "a/b/f");
+	ASSERT_EQ(write(fd, "x", 1), 1);
+	close(fd);
+	next_change(self->a, CUBE_FS_WRITE, "a/b/f");
+	snprintf(path, sizeof(path), "%s/top", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	next_change(self->a, CUBE_FS_CREATE, "top");
+	/* made after the watch began: watched from then on */
+	snprintf(path, sizeof(path), "%s/a/new", dir);
+	ASSERT_EQ(mkdir(path, 0755), 0);
+	next_change(self->a, CUBE_FS_CREATE, "a/new");
+	snprintf(path, sizeof(path), "%s/a/new/g", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	next_change(self->a, CUBE_FS_CREATE, "a/new/g");
+	ASSERT_EQ(unlink(path), 0);
+	next_change(self->a, CUBE_FS_REMOVE, "a/new/g");
+	/* a directory below going away ends nothing */
+	snprintf(path, sizeof(path), "%s/a/new", dir);
+	ASSERT_EQ(rmdir(path), 0);
+	next_change(self->a, CUBE_FS_REMOVE, "a/new");
+	EXPECT_EQ(cube_agent_watch_next(self->a, &ev, 300), -ETIMEDOUT);
+	snprintf(path, sizeof(path), "%s/a/b/f", dir);
+	ASSERT_EQ(unlink(path), 0);
+	next_change(self->a, CUBE_FS_REMOVE, "a/b/f");
+	/* the watched one going away does */
+	snprintf(path, sizeof(path), "%s/top", dir);
+	ASSERT_EQ(unlink(path), 0);
+	next_change(self->a, CUBE_FS_REMOVE, "top");
+	snprintf(path, sizeof(path), "rm -r %s", dir);
+	ASSERT_EQ(system(path), 0);
+	for (;;) {
+		int ret = cube_agent_watch_next(self->a, &ev, 5000);
+
+		if (ret) {
+			EXPECT_EQ(ret, -ENOENT);
+			break;
+		}
+	}
+}
+
 FIXTURE(rooted) {
 	struct agent_proc p;
 	struct cube_agent *a;
