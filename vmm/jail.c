@@ -120,8 +120,8 @@ static const int vcpu_syscalls[] = {
 	SCMP_SYS(close), SCMP_SYS(epoll_ctl), SCMP_SYS(fstat),
 	SCMP_SYS(futex), SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(madvise),
 	SCMP_SYS(mprotect), SCMP_SYS(brk), SCMP_SYS(mremap),
-	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(tgkill),
-	SCMP_SYS(tkill), SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(exit),
+	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(getpid),
+	SCMP_SYS(gettid), SCMP_SYS(exit),
 	SCMP_SYS(exit_group), SCMP_SYS(clock_gettime),
 	SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(sched_yield),
 	SCMP_SYS(restart_syscall), SCMP_SYS(rseq),
@@ -194,6 +194,10 @@ static int vcpu_filter_build(struct vm *vm, struct vcpu *vcpu,
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,
 				       SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH,
 					       AT_EMPTY_PATH));
+	/* waking the other vCPUs: signals to this process only */
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+				       SCMP_A0(SCMP_CMP_EQ, getpid()));
 	/* stdio asks whether a stream is a terminal */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,

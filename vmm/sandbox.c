@@ -203,7 +203,7 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(accept4), SCMP_SYS(accept), SCMP_SYS(close),
 	SCMP_SYS(shutdown), SCMP_SYS(connect), SCMP_SYS(futex),
 	SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
-	SCMP_SYS(rt_sigprocmask), SCMP_SYS(tgkill), SCMP_SYS(tkill),
+	SCMP_SYS(rt_sigprocmask),
 	SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(madvise),
 	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(brk),
 	SCMP_SYS(mremap), SCMP_SYS(openat), SCMP_SYS(mkdir),
@@ -248,6 +248,10 @@ int sandbox_seccomp(void)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				       SCMP_A1(SCMP_CMP_EQ,
 					       allowed_ioctls[i]));
+	/* Signals to its own threads only (the vCPU kick), no one else's. */
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+				       SCMP_A0(SCMP_CMP_EQ, getpid()));
 	/* Each vCPU thread stacks its own, narrower filter on this one. */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(seccomp), 2,

@@ -78,6 +78,12 @@ static void do_call(const char *call)
 		fstat(vm.vm_fd, &st);
 	else if (!strcmp(call, "stat"))
 		stat("/proc/self/status", &st);
+	else if (!strcmp(call, "tgkill-self"))
+		syscall(SYS_tgkill, getpid(), gettid(), 0);
+	else if (!strcmp(call, "tgkill-parent"))
+		syscall(SYS_tgkill, getppid(), getppid(), 0);
+	else if (!strcmp(call, "kill-parent"))
+		kill(getppid(), 0);
 	else if (!strcmp(call, "getppid"))
 		syscall(SYS_getppid);
 }
@@ -113,6 +119,7 @@ TEST(vcpu_filter_allows_what_a_vcpu_does)
 {
 	static const char * const ok[] = {
 		"kvm-run-own", "irq-line", "getrandom", "pread", "fstat",
+		"tgkill-self",
 	};
 	unsigned int i;
 
@@ -128,7 +135,8 @@ TEST(vcpu_filter_kills_anything_else)
 {
 	static const char * const bad[] = {
 		"kvm-run-other", "irq-line-on-vcpu", "get-clock", "socket",
-		"openat", "rename", "unlink", "stat", "getppid",
+		"openat", "rename", "unlink", "stat", "tgkill-parent",
+		"kill-parent", "getppid",
 	};
 	unsigned int i;
 
@@ -203,6 +211,13 @@ TEST(vcpu_filter_stacks_on_the_process_list)
 	EXPECT_KILLED(st, SIGSYS);
 	st = stacked_call("", "get-clock");
 	EXPECT_EXIT(st, 0);
+	/* signals: its own threads only, from any thread */
+	st = stacked_call("", "tgkill-self");
+	EXPECT_EXIT(st, 0);
+	st = stacked_call("", "tgkill-parent");
+	EXPECT_KILLED(st, SIGSYS);
+	st = stacked_call("", "kill-parent");
+	EXPECT_KILLED(st, SIGSYS);
 	/* and what neither list has kills from any thread */
 	st = stacked_call("", "getppid");
 	EXPECT_KILLED(st, SIGSYS);
