@@ -209,7 +209,7 @@ forks=$(ls "$CUBE_STATE_DIR/forks" 2>/dev/null)
 [ -z "$paused$forks" ]
 check "no paused sandbox record or fork snapshot is left" $? "paused: $paused; forks: $forks"
 # templates: the two built here, and the snapshots sdk_pause_test.mjs
-# makes with createSnapshot (the E2B API has no call that deletes one)
+# makes with createSnapshot and keeps (sdk_more_test.mjs deletes its own)
 extra=$($C template ls | awk 'NR > 1 && $1 != "base" && $1 != "code-interpreter-v1" && $1 !~ /^sdk-snap-[0-9]+$/ { print $1 }')
 [ -z "$extra" ]
 check "no template is left but base, code-interpreter-v1 and the SDK's snapshots" $? "$extra"
