@@ -86,6 +86,12 @@ struct cube_clone {
 	atomic64_t resets;
 };
 
+/* What cube_clone_pte_mkwrite() makes writable. */
+struct cube_clone_wr {
+	struct vm_area_struct *vma;
+	struct page *page;
+};
+
 static struct vfsmount *cube_mem_mnt;
 static const struct file_operations cube_clone_fops;
 
@@ -399,6 +405,46 @@ static int cube_clone_populate(struct vm_area_struct *vma, unsigned long addr,
 }
 
 /*
+ * Make the PTE at @addr writable and dirty if it maps @data, a private
+ * page of the clone: what the core mm's write fault does to a page that
+ * ->page_mkwrite allows, done here because a write fault cannot swap the
+ * page a shared mapping maps.  The PTE only gains permissions, so no TLB
+ * flush and no MMU notifier are needed.  Called under the PTE lock.
+ */
+static int cube_clone_pte_mkwrite(pte_t *pte, unsigned long addr, void *data)
+{
+	struct cube_clone_wr *wr = data;
+	pte_t old = ptep_get(pte);
+
+	if (pte_present(old) && pte_pfn(old) == page_to_pfn(wr->page))
+		set_pte_at(wr->vma->vm_mm, addr, pte,
+			   pte_mkdirty(cube_pte_mkwrite(pte_mkyoung(old))));
+	return 0;
+}
+
+/*
+ * Map the clone's private @page, locked, writable at @addr: its first write
+ * then costs no fault of its own.  The page lock orders this against a
+ * reset (which zaps after removing the page), as for a fault's PTE.  The
+ * page table already exists (cube_clone_populate()), so nothing is
+ * allocated under the page lock.  Return: whether the page is mapped.
+ */
+static bool cube_clone_map_writable(struct vm_area_struct *vma,
+				    unsigned long addr, struct page *page)
+{
+	struct cube_clone_wr wr = { .vma = vma, .page = page };
+	int ret;
+
+	ret = vm_insert_page(vma, addr, page);
+	if (ret && ret != -EBUSY)
+		return false;
+	if (vma->vm_flags & VM_WRITE)
+		apply_to_page_range(vma->vm_mm, addr, PAGE_SIZE,
+				    cube_clone_pte_mkwrite, &wr);
+	return !ret;
+}
+
+/*
  * Map @index into @vma ahead of any access; count it in @counter.  @try:
  * skip a page whose lock is taken rather than wait.  @write: the page will
  * be written, make its private copy now.  *@done as for
@@ -429,7 +475,8 @@ static void cube_clone_map_one(struct cube_clone *clone,
 			atomic64_inc(counter);
 		return;
 	}
-	if (!vm_insert_page(vma, addr, page))
+	if (write ? cube_clone_map_writable(vma, addr, page) :
+		    !vm_insert_page(vma, addr, page))
 		atomic64_inc(counter);
 	unlock_page(page);
 	put_page(page);
@@ -479,6 +526,45 @@ static void cube_clone_prefault(struct cube_clone *clone,
  */
 #define CUBE_FAULT_AROUND	16
 
+/*
+ * Map @n locked pages at consecutive offsets from @index with as few page
+ * table lock round trips as the kernel allows, skipping those already
+ * mapped; then unlock and release them.
+ */
+static void cube_clone_map_run(struct cube_clone *clone,
+			       struct vm_area_struct *vma, pgoff_t index,
+			       struct page **pages, unsigned long n)
+{
+	unsigned long addr = vma->vm_start +
+			     ((index - vma->vm_pgoff) << PAGE_SHIFT);
+	unsigned long i = 0, left;
+
+	while (i < n) {
+		left = n - i;
+		if (!vm_insert_pages(vma, addr + (i << PAGE_SHIFT), pages + i,
+				     &left)) {
+			atomic64_add(n - i, &clone->around);
+			break;
+		}
+		/* pages[n - left] is already mapped (or failed): skip it */
+		atomic64_add(n - left - i, &clone->around);
+		i = n - left + 1;
+	}
+	for (i = 0; i < n; i++) {
+		unlock_page(pages[i]);
+		put_page(pages[i]);
+	}
+}
+
+/* Whether @index holds data: a private page or a snapshot page. */
+static bool cube_clone_has_data(struct cube_clone *clone, pgoff_t index)
+{
+	void *entry = xa_load(&clone->pages, index);
+
+	return (entry && !xa_is_value(entry)) ||
+	       cube_snapshot_page(clone->snap, index);
+}
+
 static void cube_clone_fault_around(struct cube_clone *clone,
 				    struct vm_area_struct *vma, pgoff_t index,
 				    unsigned long *done)
@@ -487,18 +573,32 @@ static void cube_clone_fault_around(struct cube_clone *clone,
 			      vma->vm_pgoff);
 	pgoff_t end = min_t(pgoff_t, first + CUBE_FAULT_AROUND,
 			    vma->vm_pgoff + vma_pages(vma));
-	pgoff_t i;
+	struct page *pages[CUBE_FAULT_AROUND], *page;
+	unsigned long n = 0;
+	pgoff_t i, run = 0;
 
-	for (i = first; i < end; i++) {
-		void *entry;
-
-		if (i == index)
+	/* runs of neighbours locked at once, then mapped together */
+	for (i = first; i <= end; i++) {
+		page = NULL;
+		if (i < end && i != index && cube_clone_has_data(clone, i) &&
+		    !cube_clone_populate(vma, vma->vm_start +
+					 ((i - vma->vm_pgoff) << PAGE_SHIFT),
+					 done)) {
+			page = cube_clone_get_page(clone, i, false, true);
+			if (!page)	/* a hole after all: @holes is held */
+				up_read(&clone->holes);
+			if (IS_ERR_OR_NULL(page))
+				page = NULL;
+		}
+		if (page) {
+			if (!n)
+				run = i;
+			pages[n++] = page;
 			continue;
-		entry = xa_load(&clone->pages, i);
-		if ((entry && !xa_is_value(entry)) ||
-		    cube_snapshot_page(clone->snap, i))
-			cube_clone_map_one(clone, vma, i, true, false, done,
-					   &clone->around);
+		}
+		if (n)
+			cube_clone_map_run(clone, vma, run, pages, n);
+		n = 0;
 	}
 }
 
@@ -541,21 +641,28 @@ static vm_fault_t cube_clone_fault(struct vm_fault *vmf)
 
 /*
  * A write through a read-only PTE of a shared page (or of a private page
- * that was replaced meanwhile): make the private copy, zap the offset and
- * let the access fault again onto the private page.
+ * that was replaced meanwhile): make the private copy, zap the offset in
+ * every mapping and map the copy writable here, so the access that is
+ * retried does not fault again.  A write after a read is one copy and one
+ * fault.
  */
-static vm_fault_t cube_clone_unshare(struct cube_clone *clone, pgoff_t index)
+static vm_fault_t cube_clone_unshare(struct cube_clone *clone,
+				     struct vm_fault *vmf)
 {
+	unsigned long addr = vmf->address & PAGE_MASK, done = ~0UL;
 	struct page *page;
 	bool zapped;
 
-	page = cube_clone_get_private(clone, index, &zapped);
+	if (cube_clone_populate(vmf->vma, addr, &done))
+		return VM_FAULT_OOM;
+	page = cube_clone_get_private(clone, vmf->pgoff, &zapped);
 	if (IS_ERR(page))
 		return vmf_error(PTR_ERR(page));
+	if (!zapped)	/* a stale page, already replaced */
+		cube_clone_zap(clone, vmf->pgoff, 1);
+	cube_clone_map_writable(vmf->vma, addr, page);
 	unlock_page(page);
 	put_page(page);
-	if (!zapped)	/* a stale page, already replaced */
-		cube_clone_zap(clone, index, 1);
 	return VM_FAULT_NOPAGE;
 }
 
@@ -569,7 +676,7 @@ static vm_fault_t cube_clone_page_mkwrite(struct vm_fault *vmf)
 	if (xa_load(&clone->pages, vmf->pgoff) == page)
 		return VM_FAULT_LOCKED;		/* private: may be written */
 	unlock_page(page);
-	return cube_clone_unshare(clone, vmf->pgoff);
+	return cube_clone_unshare(clone, vmf);
 }
 
 /* Only holes are mapped without a struct page: the zero page. */
@@ -578,7 +685,7 @@ static vm_fault_t cube_clone_pfn_mkwrite(struct vm_fault *vmf)
 	struct cube_clone *clone = vmf->vma->vm_file->private_data;
 
 	atomic64_inc(&clone->faults);
-	return cube_clone_unshare(clone, vmf->pgoff);
+	return cube_clone_unshare(clone, vmf);
 }
 
 static const struct vm_operations_struct cube_clone_vm_ops = {

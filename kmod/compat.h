@@ -67,4 +67,19 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 #define CUBE_HOLES_MAP_ZERO_PFN	1
 #endif
 
+/*
+ * 6.6: pte_mkwrite() takes the VMA (x86 shadow stacks) and is out of line
+ * and unexported on x86; pte_mkwrite_novma() is the plain one.  A clone's
+ * mapping is never a shadow stack, and the PTE given here was installed
+ * read-only and clean, so nothing was moved to a saved-dirty bit.
+ */
+static inline pte_t cube_pte_mkwrite(pte_t pte)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+	return pte_mkwrite_novma(pte);
+#else
+	return pte_mkwrite(pte);
+#endif
+}
+
 #endif /* _CUBE_COMPAT_H */
