@@ -101,11 +101,11 @@ static void cube_clone_release_pages(struct cube_clone *clone)
 	void *entry;
 
 	xa_for_each(&clone->pages, index, entry) {
+		cond_resched();		/* up to the clone's size in entries */
 		if (xa_is_value(entry))
 			continue;
 		put_page(entry);
 		atomic64_dec(&cube_stats.private_pages);
-		cond_resched();
 	}
 	xa_destroy(&clone->pages);
 }
@@ -724,6 +724,7 @@ static long cube_clone_reset(struct cube_clone *clone)
 	xa_for_each(&clone->pages, index, entry) {
 		struct page *page = entry;
 
+		cond_resched();		/* up to the clone's size in entries */
 		if (xa_is_value(entry)) {
 			/* under the lock a fault maps the shared page with */
 			page = cube_snapshot_page(clone->snap, index);
@@ -743,7 +744,6 @@ static long cube_clone_reset(struct cube_clone *clone)
 		} else {
 			unlock_page(page);
 		}
-		cond_resched();
 	}
 	cube_clone_zap(clone, 0, clone->nr_pages);
 	atomic64_inc(&clone->resets);
@@ -833,6 +833,7 @@ int cube_clone_fork(int fd, struct cube_snapshot **out)
 
 	mutex_lock(&clone->lock);
 	xa_for_each(&clone->pages, index, entry) {
+		cond_resched();
 		if (xa_is_value(entry))
 			continue;
 		if (fatal_signal_pending(current)) {
@@ -853,7 +854,6 @@ int cube_clone_fork(int fd, struct cube_snapshot **out)
 		if (ret)
 			copy = NULL;
 		ret = 0;
-		cond_resched();
 	}
 	mutex_unlock(&clone->lock);
 	if (copy)
