@@ -8,6 +8,8 @@
 #   make check           native unit tests, then the selftests in the VM harness
 #                        (KVER's kernel), and cube.ko's groups on 6.12 (KVER2)
 #   make check NATIVE=1  native unit tests, then the selftests natively (root, real KVM)
+#   make fuzz [FUZZ=name] [FUZZ_SECONDS=n]  the parsers' libFuzzer harnesses,
+#                        n seconds each (default 300); make check runs them briefly
 #   make vmtest [T=name] the selftests (or one test/group) in the VM harness
 #   make vmshell         an interactive shell in the same L1 machine
 #   make check-debug [T=name]  the selftests in the VM harness on a debug L1
@@ -38,7 +40,7 @@ export KDIR
 
 USER_DIRS := lib e2b cubectl guest vmm selftests bench
 
-.PHONY: all module modules userspace $(USER_DIRS) check unit vmtest vmshell \
+.PHONY: all module modules userspace $(USER_DIRS) check unit fuzz fuzz-short vmtest vmshell \
 	demo demo-install benchmarks vmtest-kver2 vmtest-harness e2b-sdk guest-kernel check-debug \
 	install install-dkms \
 	clean help
@@ -63,13 +65,22 @@ cubectl selftests: e2b
 unit: userspace
 	$(MAKE) -C selftests unit
 
+# Coverage-guided fuzzing of the parsers (fuzz/, Documentation/dev-tools/fuzzing.rst),
+# with ASan and UBSan: each harness for FUZZ_SECONDS; make check runs each
+# for FUZZ_SHORT_SECONDS (20 s), natively.
+fuzz:
+	$(MAKE) -C fuzz run
+
+fuzz-short:
+	$(MAKE) -C fuzz short
+
 ifeq ($(NATIVE),1)
-check: unit all
+check: unit fuzz-short all
 	grep -q '^cube ' /proc/modules || insmod kmod/cube.ko
 	CUBE_KO=$(TOP)/kmod/cube.ko CUBE_L2_KERNEL=$${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)} \
 		$(MAKE) -C selftests run_tests T='$(T)'
 else
-check: unit vmtest vmtest-kver2 vmtest-harness e2b-sdk
+check: unit fuzz-short vmtest vmtest-kver2 vmtest-harness e2b-sdk
 endif
 
 # The second kernel: the groups that exercise cube.ko, on Debian 12's 6.12
@@ -228,7 +239,7 @@ install-dkms:
 	fi
 
 help:
-	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,19p' Makefile | sed 's/^# \{0,1\}//'
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1

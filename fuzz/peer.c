@@ -15,7 +15,7 @@ static void *peer_run(void *arg)
 {
 	struct peer *p = arg;
 	size_t sent = 0;
-	char sink[65536];
+	char sink[4096];
 	bool open_out = true;
 
 	if (!p->len) {
@@ -57,6 +57,7 @@ static void *peer_run(void *arg)
 
 int peer_start(struct peer *p, const uint8_t *data, size_t len)
 {
+	pthread_attr_t attr;
 	int sv[2];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
@@ -67,10 +68,14 @@ int peer_start(struct peer *p, const uint8_t *data, size_t len)
 	p->data = data;
 	p->len = len;
 	p->received = 0;
-	if (pthread_create(&p->thread, NULL, peer_run, p)) {
+	/* a small stack: each input starts a thread, ASan maps its stack */
+	if (pthread_attr_init(&attr) ||
+	    pthread_attr_setstacksize(&attr, 128 * 1024) ||
+	    pthread_create(&p->thread, &attr, peer_run, p)) {
 		perror("peer: pthread_create");
 		exit(1);
 	}
+	pthread_attr_destroy(&attr);
 	return sv[0];
 }
 

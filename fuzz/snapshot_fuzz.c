@@ -32,6 +32,16 @@ static void die(const char *what)
 	exit(1);
 }
 
+static void cleanup(void)
+{
+	char path[96];
+
+	unlink(state_path);
+	snprintf(path, sizeof(path), "%s/memory", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	char path[96];
@@ -46,6 +56,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (fd < 0 || ftruncate(fd, VM_MEM_MIN))
 		die("memory file");
 	close(fd);
+	atexit(cleanup);
 	vm = fake_vm();
 	return 0;
 }
