@@ -773,6 +773,7 @@ static const struct e2b_backend_ops cube_ops = {
 	.file_write = cube_be_file_write,
 	.file_write_chunk = cube_be_file_write_chunk,
 	.file_close = cube_be_file_close,
+	.file_write_meta = cube_be_file_write_meta,
 };
 
 /* --- the daemon's side --- */

@@ -60,10 +60,61 @@ static void owner_name(uint32_t uid, char *buf, size_t len)
 		snprintf(buf, len, "%u", uid);
 }
 
+/* "key=value\n" lines (what the agent keeps) to pairs; bad lines skipped */
+static int meta_parse(const char *text, struct e2b_kvs *kvs)
+{
+	const char *line = text;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n'), *eq;
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char *k;
+		int ret;
+
+		eq = memchr(line, '=', len);
+		if (eq && eq != line) {
+			k = strndup(line, len);
+			if (!k)
+				return -ENOMEM;
+			k[eq - line] = '\0';
+			ret = e2b_kvs_add(kvs, k, k + (eq - line) + 1);
+			free(k);
+			if (ret)
+				return ret;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
+/* pairs to "key=value\n" lines; NULL for none (or no memory: -ENOMEM) */
+static int meta_text(const struct e2b_kvs *kvs, char **out)
+{
+	size_t i, len = 1;
+	char *s, *p;
+
+	*out = NULL;
+	if (!kvs || !kvs->n)
+		return 0;
+	for (i = 0; i < kvs->n; i++)
+		len += strlen(kvs->v[i].key) + strlen(kvs->v[i].value) + 2;
+	s = p = malloc(len);
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < kvs->n; i++)
+		p += sprintf(p, "%s=%s\n", kvs->v[i].key, kvs->v[i].value);
+	*out = s;
+	return 0;
+}
+
 static int fill_entry(struct e2b_entry *e, const char *path, const char *name,
 		      const struct cube_agent_stat *st)
 {
 	memset(e, 0, sizeof(*e));
+	if (st->meta && meta_parse(st->meta, &e->metadata)) {
+		e2b_kvs_free(&e->metadata);
+		return -ENOMEM;
+	}
 	e->path = strdup(path);
 	e->name = strdup(name);
 	if (!e->path || !e->name) {
@@ -277,6 +328,7 @@ struct e2b_file {
 	unsigned char *buf;
 	size_t len, cap, off;
 	bool write;
+	char *meta;			/* "key=value\n" lines, or NULL */
 };
 
 static int sink(void *ctx, const void *buf, size_t len)
@@ -351,6 +403,13 @@ ssize_t cube_be_file_read_chunk(struct e2b_file *f, void *buf, size_t len)
 int cube_be_file_write(void *be, const char *sid, const char *user,
 		       const char *path, struct e2b_file **out, char *msg)
 {
+	return cube_be_file_write_meta(be, sid, user, path, NULL, out, msg);
+}
+
+int cube_be_file_write_meta(void *be, const char *sid, const char *user,
+			    const char *path, const struct e2b_kvs *meta,
+			    struct e2b_file **out, char *msg)
+{
 	struct e2b_file *f = calloc(1, sizeof(*f));
 	uint64_t id;
 	int ret;
@@ -358,8 +417,16 @@ int cube_be_file_write(void *be, const char *sid, const char *user,
 	if (!f)
 		return -ENOMEM;
 	ret = cube_be_sandbox_id(be, sid, &id) ?:
-	      resolve(user, path, f->path, sizeof(f->path));
+	      resolve(user, path, f->path, sizeof(f->path)) ?:
+	      meta_text(meta, &f->meta);
+	if (!ret && f->meta && strlen(f->meta) >= CUBE_AGENT_MAX_STRING) {
+		snprintf(msg, E2B_MSG_MAX,
+			 "the file's metadata takes more than %d bytes",
+			 CUBE_AGENT_MAX_STRING - 1);
+		ret = -E2BIG;
+	}
 	if (ret) {
+		free(f->meta);
 		free(f);
 		return ret;
 	}
@@ -392,8 +459,9 @@ int cube_be_file_close(struct e2b_file *f, bool commit,
 				ret = cube_agent_mkdir(a, dir, 0755, true);
 			}
 			if (!ret)
-				ret = cube_agent_write_buf(a, f->path, 0644,
-							   f->buf, f->len);
+				ret = cube_agent_write_buf_meta(a, f->path, 0644,
+								f->meta, f->buf,
+								f->len);
 			if (!ret && entry)
 				ret = stat_entry(a, f->path, entry);
 			agent_msg(a, ret, msg);
@@ -401,6 +469,7 @@ int cube_be_file_close(struct e2b_file *f, bool commit,
 		}
 	}
 	free(f->buf);
+	free(f->meta);
 	free(f);
 	return ret;
 }

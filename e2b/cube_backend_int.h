@@ -197,6 +197,9 @@ int cube_be_file_read(void *be, const char *sid, const char *user,
 		      const char *path, struct e2b_file **out,
 		      int64_t *size, char *msg);
 ssize_t cube_be_file_read_chunk(struct e2b_file *f, void *buf, size_t len);
+int cube_be_file_write_meta(void *be, const char *sid, const char *user,
+			    const char *path, const struct e2b_kvs *meta,
+			    struct e2b_file **out, char *msg);
 int cube_be_file_write(void *be, const char *sid, const char *user,
 		       const char *path, struct e2b_file **out, char *msg);
 int cube_be_file_write_chunk(struct e2b_file *f, const void *buf,

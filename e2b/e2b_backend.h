@@ -35,7 +35,7 @@
 #define E2B_MSG_MAX		256
 
 /* The envd version this server reports; the SDK gates features on it. */
-#define E2B_ENVD_VERSION	"0.5.7"
+#define E2B_ENVD_VERSION	"0.6.2"
 
 struct e2b_kv {
 	char *key;
@@ -184,6 +184,7 @@ struct e2b_entry {
 	char group[E2B_USER_MAX + 1];
 	time_t mtime;
 	char *symlink_target;		/* NULL when not a symlink */
+	struct e2b_kvs metadata;	/* what files.write gave it */
 };
 
 void e2b_entry_free(struct e2b_entry *e, size_t n);
@@ -337,6 +338,13 @@ struct e2b_backend_ops {
 				size_t len);
 	int (*file_close)(struct e2b_file *f, bool commit,
 			  struct e2b_entry *entry, char *msg);
+	/*
+	 * @file_write with metadata (the X-Metadata-* headers) the file keeps
+	 * and @fs_stat / @fs_list report; NULL: files keep none
+	 */
+	int (*file_write_meta)(void *be, const char *id, const char *user,
+			       const char *path, const struct e2b_kvs *meta,
+			       struct e2b_file **out, char *msg);
 };
 
 struct e2b_backend {

@@ -413,6 +413,42 @@ static void do_update(const struct e2b_api *api, const struct e2b_envd_ctx *ec,
 
 /* --- filesystem.Filesystem --- */
 
+/* EntryInfo.metadata, when the entry has any (and upload answers') */
+static void add_metadata(struct json_object *o, const struct e2b_kvs *meta)
+{
+	struct json_object *m;
+	size_t i;
+
+	if (!o || !meta->n)
+		return;
+	m = json_object_new_object();
+	for (i = 0; m && i < meta->n; i++)
+		json_object_object_add(m, meta->v[i].key,
+				       json_object_new_string(meta->v[i].value));
+	json_object_object_add(o, "metadata", m);
+}
+
+static struct json_object *entry_resp_meta(const struct e2b_entry *e)
+{
+	struct json_object *o = e2b_json_entry_resp(e), *inner;
+
+	if (o && json_object_object_get_ex(o, "entry", &inner))
+		add_metadata(inner, &e->metadata);
+	return o;
+}
+
+static struct json_object *entries_meta(const struct e2b_entry *e, size_t n)
+{
+	struct json_object *o = e2b_json_entries(e, n), *arr;
+	size_t i;
+
+	if (o && json_object_object_get_ex(o, "entries", &arr))
+		for (i = 0; i < n; i++)
+			add_metadata(json_object_array_get_idx(arr, i),
+				     &e[i].metadata);
+	return o;
+}
+
 static void do_fs(const struct e2b_api *api, const struct e2b_route *rt,
 		  const struct e2b_envd_ctx *ec, struct e2b_response *resp)
 {
@@ -444,25 +480,25 @@ static void do_fs(const struct e2b_api *api, const struct e2b_route *rt,
 	case E2B_R_FS_STAT:
 		ret = b->ops->fs_stat(b->be, ec->sandbox, ec->user, path, &e, msg);
 		if (!ret)
-			rpc_ok(resp, e2b_json_entry_resp(&e));
+			rpc_ok(resp, entry_resp_meta(&e));
 		break;
 	case E2B_R_FS_LIST_DIR:
 		ret = b->ops->fs_list(b->be, ec->sandbox, ec->user, path, depth,
 				      &list, &n, msg);
 		if (!ret)
-			rpc_ok(resp, e2b_json_entries(list, n));
+			rpc_ok(resp, entries_meta(list, n));
 		break;
 	case E2B_R_FS_MAKE_DIR:
 		ret = b->ops->fs_mkdir(b->be, ec->sandbox, ec->user, path, &e,
 				       msg);
 		if (!ret)
-			rpc_ok(resp, e2b_json_entry_resp(&e));
+			rpc_ok(resp, entry_resp_meta(&e));
 		break;
 	case E2B_R_FS_MOVE:
 		ret = b->ops->fs_move(b->be, ec->sandbox, ec->user, path, to, &e,
 				      msg);
 		if (!ret)
-			rpc_ok(resp, e2b_json_entry_resp(&e));
+			rpc_ok(resp, entry_resp_meta(&e));
 		break;
 	case E2B_R_FS_REMOVE:
 		ret = b->ops->fs_remove(b->be, ec->sandbox, ec->user, path, msg);
@@ -740,6 +776,7 @@ static void do_download(const struct e2b_api *api,
 struct e2b_upload {
 	const struct e2b_api *api;
 	struct e2b_envd_ctx ec;
+	struct e2b_kvs meta;		/* every file's metadata */
 	struct e2b_file *cur;
 	char *cur_path;
 	struct e2b_entry *entries;
@@ -778,8 +815,12 @@ int e2b_upload_open(struct e2b_upload *u, const char *path,
 		e2b_reply_error(resp, 500, "out of memory");
 		return -ENOMEM;
 	}
-	ret = b->ops->file_write(b->be, u->ec.sandbox, u->ec.user, path,
-				 &u->cur, msg);
+	if (u->meta.n)
+		ret = b->ops->file_write_meta(b->be, u->ec.sandbox, u->ec.user,
+					      path, &u->meta, &u->cur, msg);
+	else
+		ret = b->ops->file_write(b->be, u->ec.sandbox, u->ec.user,
+					 path, &u->cur, msg);
 	if (ret) {
 		file_fail(resp, ret, msg, path);
 		free(u->cur_path);
@@ -832,13 +873,36 @@ int e2b_upload_close(struct e2b_upload *u, bool commit,
 	return ret;
 }
 
+int e2b_upload_set_meta(struct e2b_upload *u, const struct e2b_kvs *meta,
+			struct e2b_response *resp)
+{
+	if (!meta->n)
+		return 0;
+	if (!u->api->backend.ops->file_write_meta) {
+		e2b_reply_error(resp, 501, "file metadata is not supported here");
+		return -EOPNOTSUPP;
+	}
+	if (e2b_kvs_copy(&u->meta, meta)) {
+		e2b_reply_error(resp, 500, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 void e2b_upload_reply(struct e2b_upload *u, struct e2b_response *resp)
 {
+	struct json_object *arr;
+	size_t i;
+
 	if (!u->n) {
 		e2b_reply_error(resp, 400, "no file in the request");
 		return;
 	}
-	e2b_reply_json(resp, 200, e2b_json_upload(u->entries, u->n));
+	arr = e2b_json_upload(u->entries, u->n);
+	for (i = 0; arr && i < u->n; i++)
+		add_metadata(json_object_array_get_idx(arr, i),
+			     &u->entries[i].metadata);
+	e2b_reply_json(resp, 200, arr);
 }
 
 void e2b_upload_free(struct e2b_upload *u)
@@ -846,6 +910,7 @@ void e2b_upload_free(struct e2b_upload *u)
 	if (!u)
 		return;
 	e2b_upload_close(u, false, NULL);
+	e2b_kvs_free(&u->meta);
 	e2b_entry_free(u->entries, u->n);
 	free(u->entries);
 	free(u);

@@ -195,6 +195,13 @@ int e2b_upload_write(struct e2b_upload *u, const void *data, size_t len,
 		     struct e2b_response *resp);
 int e2b_upload_close(struct e2b_upload *u, bool commit,
 		     struct e2b_response *resp);
+/*
+ * The metadata every file of the upload keeps (the X-Metadata-* headers,
+ * checked by the caller): 0, -ENOMEM, or -EOPNOTSUPP when the backend
+ * keeps none (@resp filled).
+ */
+int e2b_upload_set_meta(struct e2b_upload *u, const struct e2b_kvs *meta,
+			struct e2b_response *resp);
 /* the success answer: every file written (400 when there was none) */
 void e2b_upload_reply(struct e2b_upload *u, struct e2b_response *resp);
 /* discards a file still open */

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -269,6 +270,87 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* what one upload's X-Metadata-* headers may hold */
+#define META_MAX_KEYS	32
+#define META_MAX_KEY	128
+#define META_MAX_VALUE	1024
+#define META_PREFIX	"X-Metadata-"
+
+struct meta_scan {
+	struct e2b_kvs kvs;
+	char err[E2B_MSG_MAX];
+};
+
+/* an HTTP token character (RFC 9110), what the SDK allows in a key */
+static bool token_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static enum MHD_Result meta_header(void *cls, enum MHD_ValueKind kind,
+				   const char *name, const char *value)
+{
+	struct meta_scan *ms = cls;
+	const char *key;
+	size_t i;
+
+	if (ms->err[0] || strncasecmp(name, META_PREFIX, strlen(META_PREFIX)))
+		return MHD_YES;
+	key = name + strlen(META_PREFIX);
+	for (i = 0; key[i]; i++)
+		if (!token_char(key[i]))
+			break;
+	if (!key[0] || key[i] || i > META_MAX_KEY) {
+		snprintf(ms->err, sizeof(ms->err),
+			 "metadata key '%.64s': 1..%d HTTP token characters",
+			 key, META_MAX_KEY);
+		return MHD_NO;
+	}
+	for (i = 0; value[i]; i++)
+		if (value[i] < 0x20 || value[i] > 0x7e)
+			break;
+	if (value[i] || i > META_MAX_VALUE) {
+		snprintf(ms->err, sizeof(ms->err),
+			 "metadata value of '%.64s': at most %d printable ASCII characters",
+			 key, META_MAX_VALUE);
+		return MHD_NO;
+	}
+	if (e2b_kvs_get(&ms->kvs, key)) {
+		snprintf(ms->err, sizeof(ms->err),
+			 "metadata key '%.64s' given twice", key);
+		return MHD_NO;
+	}
+	if (ms->kvs.n >= META_MAX_KEYS) {
+		snprintf(ms->err, sizeof(ms->err),
+			 "at most %d metadata keys", META_MAX_KEYS);
+		return MHD_NO;
+	}
+	if (e2b_kvs_add(&ms->kvs, key, value)) {
+		snprintf(ms->err, sizeof(ms->err), "out of memory");
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+/* X-Metadata-<key>: <value>: what every file of the upload keeps */
+static int upload_metadata(struct conn *cn, struct MHD_Connection *c,
+			   struct e2b_response *resp)
+{
+	struct meta_scan ms = { 0 };
+	int ret;
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, meta_header, &ms);
+	if (ms.err[0]) {
+		e2b_kvs_free(&ms.kvs);
+		e2b_reply_error(resp, 400, "%s", ms.err);
+		return -EINVAL;
+	}
+	ret = e2b_upload_set_meta(cn->up, &ms.kvs, resp);
+	e2b_kvs_free(&ms.kvs);
+	return ret;
+}
+
 /*
  * Content-Encoding of an upload: none or "identity", or "gzip" (the SDK's
  * files.write(..., {gzip: true})), inflated as it arrives.
@@ -333,7 +415,7 @@ static int upload_start(struct conn *cn, struct MHD_Connection *c,
 		e2b_reply_error(resp, 500, "out of memory");
 		return -ENOMEM;
 	}
-	if (upload_encoding(cn, c, resp))
+	if (upload_metadata(cn, c, resp) || upload_encoding(cn, c, resp))
 		return -EINVAL;
 	if (ct && !strncasecmp(ct, "multipart/form-data", 19)) {
 		cn->pp = MHD_create_post_processor(c, 64 * 1024, post_iter, cn);

@@ -113,5 +113,6 @@ void e2b_entry_free(struct e2b_entry *e, size_t n)
 		free(e[i].name);
 		free(e[i].path);
 		free(e[i].symlink_target);
+		e2b_kvs_free(&e[i].metadata);
 	}
 }

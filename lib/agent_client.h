@@ -157,6 +157,18 @@ int cube_agent_write_file(struct cube_agent *a, const char *path,
 			  void *ctx);
 int cube_agent_write_buf(struct cube_agent *a, const char *path, uint32_t mode,
 			 const void *buf, size_t len);
+/*
+ * The same, the file given @meta: its metadata, "key=value\n" lines (keys
+ * without '=', neither with a newline; at most CUBE_AGENT_MAX_STRING - 1
+ * bytes), kept with the file (in the guest, the extended attribute
+ * CUBE_AGENT_META_XATTR) and reported by stat and list.  NULL: none.
+ */
+int cube_agent_write_file_meta(struct cube_agent *a, const char *path,
+			       uint32_t mode, unsigned int flags,
+			       const char *meta, cube_read_fn src, void *ctx);
+int cube_agent_write_buf_meta(struct cube_agent *a, const char *path,
+			      uint32_t mode, const char *meta,
+			      const void *buf, size_t len);
 /* Reads a regular file into @sink; @size (may be NULL) gets its length. */
 int cube_agent_read_file(struct cube_agent *a, const char *path,
 			 cube_write_fn sink, void *ctx, uint64_t *size);
@@ -167,6 +179,11 @@ struct cube_agent_stat {
 	uint32_t mode;			/* permission bits */
 	uint64_t mtime_ns;
 	uint32_t uid, gid;		/* cube_agent_stat() only */
+	/*
+	 * its metadata ("key=value\n" lines), NULL when it has none; valid
+	 * until the next call on the connection (a listing's: in the callback)
+	 */
+	const char *meta;
 };
 
 /* Does not follow a final symlink. */

@@ -35,6 +35,13 @@ int cube_agent_write_file(struct cube_agent *a, const char *path,
 			  uint32_t mode, unsigned int flags, cube_read_fn src,
 			  void *ctx)
 {
+	return cube_agent_write_file_meta(a, path, mode, flags, NULL, src, ctx);
+}
+
+int cube_agent_write_file_meta(struct cube_agent *a, const char *path,
+			       uint32_t mode, unsigned int flags,
+			       const char *meta, cube_read_fn src, void *ctx)
+{
 	struct cube_wire_buf b = { 0 };
 	struct cube_wire_msg m;
 	uint64_t total = 0;
@@ -50,6 +57,8 @@ int cube_agent_write_file(struct cube_agent *a, const char *path,
 		return client_fail(a, -EINVAL, "mode %#o has bits beyond 07777", mode);
 	if (flags & ~CUBE_WRITE_APPEND)
 		return client_fail(a, -EINVAL, "unknown write flags %#x", flags);
+	if (meta && (!meta[0] || strlen(meta) >= CUBE_AGENT_MAX_STRING))
+		return client_fail(a, -EINVAL, "metadata of %zu bytes", strlen(meta));
 	chunk = malloc(CUBE_AGENT_CHUNK);
 	if (!chunk)
 		return client_fail(a, -ENOMEM, "out of memory");
@@ -59,6 +68,8 @@ int cube_agent_write_file(struct cube_agent *a, const char *path,
 		cube_wire_put_u32(&b, CUBE_ATTR_MODE, mode);
 	if (flags & CUBE_WRITE_APPEND)
 		cube_wire_put_flag(&b, CUBE_ATTR_APPEND);
+	if (meta)
+		cube_wire_put_str(&b, CUBE_ATTR_META, meta);
 	err = client_send(a, &b);
 	if (!err)
 		err = client_expect(a, id, CUBE_MSG_OK, &m);
@@ -113,6 +124,15 @@ int cube_agent_write_buf(struct cube_agent *a, const char *path, uint32_t mode,
 	struct mem_src s = { buf, len };
 
 	return cube_agent_write_file(a, path, mode, 0, mem_read, &s);
+}
+
+int cube_agent_write_buf_meta(struct cube_agent *a, const char *path,
+			      uint32_t mode, const char *meta,
+			      const void *buf, size_t len)
+{
+	struct mem_src s = { buf, len };
+
+	return cube_agent_write_file_meta(a, path, mode, 0, meta, mem_read, &s);
 }
 
 /* Skips the rest of a DATA or DIRENT stream after the caller stopped it. */
@@ -220,6 +240,8 @@ static int fill_stat(struct cube_agent *a, const struct cube_wire_msg *m,
 		st->uid = cube_wire_u32(m->first[CUBE_ATTR_UID]);
 	if (m->first[CUBE_ATTR_GID])
 		st->gid = cube_wire_u32(m->first[CUBE_ATTR_GID]);
+	if (m->first[CUBE_ATTR_META])
+		st->meta = cube_wire_value(m->first[CUBE_ATTR_META]);
 	return 0;
 }
 

@@ -49,6 +49,7 @@ static const struct cube_wire_policy pol_file_write = {
 	STR(CUBE_ATTR_PATH, CUBE_AGENT_MAX_STRING),
 	U32(CUBE_ATTR_MODE),
 	FLAG(CUBE_ATTR_APPEND),
+	STR(CUBE_ATTR_META, CUBE_AGENT_MAX_STRING),
 	.required = REQ(CUBE_ATTR_PATH),
 };
 
@@ -135,6 +136,7 @@ static const struct cube_wire_policy pol_dirent = {
 	U64(CUBE_ATTR_SIZE),
 	U32(CUBE_ATTR_MODE),
 	U64(CUBE_ATTR_MTIME_NS),
+	STR(CUBE_ATTR_META, CUBE_AGENT_MAX_STRING),
 	.required = REQ(CUBE_ATTR_NAME) | REQ(CUBE_ATTR_FTYPE) |
 		    REQ(CUBE_ATTR_SIZE) | REQ(CUBE_ATTR_MODE) |
 		    REQ(CUBE_ATTR_MTIME_NS),
@@ -147,6 +149,7 @@ static const struct cube_wire_policy pol_stat = {
 	U64(CUBE_ATTR_MTIME_NS),
 	U32(CUBE_ATTR_UID),
 	U32(CUBE_ATTR_GID),
+	STR(CUBE_ATTR_META, CUBE_AGENT_MAX_STRING),
 	.required = REQ(CUBE_ATTR_FTYPE) | REQ(CUBE_ATTR_SIZE) |
 		    REQ(CUBE_ATTR_MODE) | REQ(CUBE_ATTR_MTIME_NS) |
 		    REQ(CUBE_ATTR_UID) | REQ(CUBE_ATTR_GID),

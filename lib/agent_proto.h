@@ -31,6 +31,8 @@
 #define CUBE_AGENT_MAX_ENV		4096
 #define CUBE_AGENT_MAX_STRING		4096	/* argv/env/path bytes incl. NUL */
 #define CUBE_AGENT_MAX_NAME		256	/* dirent name bytes incl. NUL */
+/* where the agent keeps a file's metadata (CUBE_ATTR_META) */
+#define CUBE_AGENT_META_XATTR		"trusted.cube.meta"
 #define CUBE_AGENT_MAX_MESSAGE		1024	/* error text bytes incl. NUL */
 #define CUBE_AGENT_MAX_ID		128	/* sandbox id / hostname incl. NUL */
 #define CUBE_AGENT_MIN_SEED		16
@@ -76,7 +78,7 @@ enum cube_agent_msg {
 	CUBE_MSG_STDIN_CLOSE	= 0x12,	/* close the command's stdin */
 	CUBE_MSG_SIGNAL		= 0x13,	/* SIGNAL: to the command's group */
 	CUBE_MSG_RESIZE		= 0x14,	/* ROWS COLS: the command's pty */
-	CUBE_MSG_FILE_WRITE	= 0x20,	/* PATH MODE? APPEND? -> OK, then DATA* END */
+	CUBE_MSG_FILE_WRITE	= 0x20,	/* PATH MODE? APPEND? META? -> OK, then DATA* END */
 	CUBE_MSG_FILE_READ	= 0x21,	/* PATH -> DATA* END | ERROR */
 	CUBE_MSG_LIST		= 0x22,	/* PATH -> DIRENT* END | ERROR */
 	CUBE_MSG_STAT		= 0x23,	/* PATH -> STAT | ERROR */
@@ -96,8 +98,8 @@ enum cube_agent_msg {
 	CUBE_MSG_STDOUT		= 0x84,	/* DATA */
 	CUBE_MSG_STDERR		= 0x85,	/* DATA */
 	CUBE_MSG_EXIT		= 0x86,	/* EXIT_CODE | TERM_SIGNAL, TIMED_OUT? */
-	CUBE_MSG_DIRENT		= 0x87,	/* NAME FTYPE SIZE MODE MTIME_NS */
-	CUBE_MSG_STAT_REPLY	= 0x88,	/* FTYPE SIZE MODE MTIME_NS UID GID */
+	CUBE_MSG_DIRENT		= 0x87,	/* NAME FTYPE SIZE MODE MTIME_NS META? */
+	CUBE_MSG_STAT_REPLY	= 0x88,	/* FTYPE SIZE MODE MTIME_NS UID GID META? */
 	CUBE_MSG_FS_EVENT	= 0x89,	/* EVENT NAME [PATH]: in a watched directory;
 					 * PATH: below it (recursive), relative */
 };
@@ -140,7 +142,8 @@ enum cube_agent_attr_type {
 	CUBE_ATTR_ROWS,		/* u32, 1..65535 */
 	CUBE_ATTR_COLS,		/* u32, 1..65535 */
 	CUBE_ATTR_EVENT,	/* u32, enum cube_agent_fs_event */
-	CUBE_ATTR_MAX = CUBE_ATTR_EVENT,
+	CUBE_ATTR_META,		/* string: a file's metadata, "key=value\n" lines */
+	CUBE_ATTR_MAX = CUBE_ATTR_META,
 };
 
 enum cube_agent_fs_event {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -27,7 +28,26 @@ struct write_state {
 	char name[NAME_MAX + 1];
 	char tmp[64];
 	char path[CUBE_AGENT_MAX_STRING];
+	char *meta;		/* META: set on the file before it is in place */
 };
+
+/*
+ * A file's metadata (CUBE_AGENT_META_XATTR) into @buf (CUBE_AGENT_MAX_STRING
+ * bytes): its length, 0 when it has none or cannot have any.
+ */
+static size_t read_meta(int dfd, const char *name, char *buf)
+{
+	char path[64 + NAME_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd, name);
+	n = lgetxattr(path, CUBE_AGENT_META_XATTR, buf,
+		      CUBE_AGENT_MAX_STRING - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strlen(buf) == (size_t)n ? (size_t)n : 0;
+}
 
 static int path_error(struct session *s, uint32_t id, int err, const char *op,
 		      const char *path)
@@ -82,6 +102,13 @@ static int write_open(struct session *s, const struct cube_wire_msg *m,
 	w->id = m->id;
 	w->fd = -1;
 	w->append = m->first[CUBE_ATTR_APPEND];
+	if (m->first[CUBE_ATTR_META]) {
+		w->meta = strdup(cube_wire_value(m->first[CUBE_ATTR_META]));
+		if (!w->meta) {
+			free(w);
+			return session_send_error(s, m->id, ENOMEM, "out of memory");
+		}
+	}
 	snprintf(w->path, sizeof(w->path), "%s", path);
 	w->dirfd = root_parent(s->cfg, path, w->name);
 	if (w->dirfd < 0) {
@@ -113,6 +140,7 @@ static int write_open(struct session *s, const struct cube_wire_msg *m,
 fail:
 	if (w->dirfd >= 0)
 		close(w->dirfd);
+	free(w->meta);
 	free(w);
 	return path_error(s, m->id, err, "write", path);
 }
@@ -132,6 +160,7 @@ static void write_drop(struct session *s)
 static void write_free(struct session *s)
 {
 	close(s->wr->dirfd);
+	free(s->wr->meta);
 	free(s->wr);
 	s->wr = NULL;
 }
@@ -144,6 +173,10 @@ static int write_end(struct session *s, const struct cube_wire_msg *m)
 
 	if (!err && a && cube_wire_u64(a) != w->size)
 		err = EIO;
+	/* the metadata: set before the file replaces the old one, or not at all */
+	if (!err && w->meta &&
+	    fsetxattr(w->fd, CUBE_AGENT_META_XATTR, w->meta, strlen(w->meta), 0) < 0)
+		err = errno;
 	if (!err && close(w->fd) < 0)
 		err = errno;
 	w->fd = -1;
@@ -157,6 +190,10 @@ static int write_end(struct session *s, const struct cube_wire_msg *m)
 					 "write '%.512s': %llu bytes announced, %llu received",
 					 w->path, (unsigned long long)cube_wire_u64(a),
 					 (unsigned long long)w->size);
+	else if (err == ENOTSUP && w->meta)
+		ret = session_send_error(s, m->id, ENOTSUP,
+					 "write '%.512s': this filesystem keeps no metadata",
+					 w->path);
 	else if (err)
 		ret = path_error(s, m->id, err, "write", w->path);
 	else
@@ -263,6 +300,7 @@ static int file_read(struct session *s, uint32_t id, const char *path)
 
 static int list_dir(struct session *s, uint32_t id, const char *path)
 {
+	static char meta[CUBE_AGENT_MAX_STRING];
 	struct cube_wire_buf b = { 0 };
 	struct dirent *de;
 	struct stat st;
@@ -289,6 +327,9 @@ static int list_dir(struct session *s, uint32_t id, const char *path)
 		cube_wire_put_u64(&b, CUBE_ATTR_SIZE, st.st_size);
 		cube_wire_put_u32(&b, CUBE_ATTR_MODE, st.st_mode & 07777);
 		cube_wire_put_u64(&b, CUBE_ATTR_MTIME_NS, mtime_ns(&st));
+		if ((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) &&
+		    read_meta(dirfd(d), de->d_name, meta))
+			cube_wire_put_str(&b, CUBE_ATTR_META, meta);
 		err = session_send(s, &b);
 		if (!err)
 			err = session_flush(s, AGENT_OUTQ_LIMIT);
@@ -302,8 +343,10 @@ static int list_dir(struct session *s, uint32_t id, const char *path)
 
 static int stat_path(struct session *s, uint32_t id, const char *path)
 {
+	static char meta[CUBE_AGENT_MAX_STRING];
 	struct cube_wire_buf b = { 0 };
 	char name[NAME_MAX + 1];
+	size_t mlen = 0;
 	struct stat st;
 	int dfd, r;
 
@@ -314,6 +357,8 @@ static int stat_path(struct session *s, uint32_t id, const char *path)
 		if (dfd < 0)
 			return path_error(s, id, -dfd, "stat", path);
 		r = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+		if (!r && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+			mlen = read_meta(dfd, name, meta);
 		close(dfd);
 	}
 	if (r)
@@ -325,6 +370,8 @@ static int stat_path(struct session *s, uint32_t id, const char *path)
 	cube_wire_put_u64(&b, CUBE_ATTR_MTIME_NS, mtime_ns(&st));
 	cube_wire_put_u32(&b, CUBE_ATTR_UID, st.st_uid);
 	cube_wire_put_u32(&b, CUBE_ATTR_GID, st.st_gid);
+	if (mlen)
+		cube_wire_put_str(&b, CUBE_ATTR_META, meta);
 	return session_send(s, &b);
 }
 

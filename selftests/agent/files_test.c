@@ -510,6 +510,59 @@ TEST_F(files, watch_recursive)
 	}
 }
 
+struct meta_seen {
+	char name[64];
+	char meta[256];
+};
+
+static int meta_of_entry(void *ctx, const char *name,
+			 const struct cube_agent_stat *st)
+{
+	struct meta_seen *m = ctx;
+
+	if (!strcmp(name, m->name))
+		snprintf(m->meta, sizeof(m->meta), "%s", st->meta ? st->meta : "-");
+	return 0;
+}
+
+/* a file's metadata: kept with it, reported by stat and list, gone with it */
+TEST_F(files, metadata)
+{
+	struct meta_seen seen = { .name = "f" };
+	struct cube_agent_stat st;
+	char dir[128], f[200], big[CUBE_AGENT_MAX_STRING + 8];
+
+	in_dir(&self->p, dir, sizeof(dir), "meta");
+	ASSERT_EQ(mkdir(dir, 0755), 0);
+	snprintf(f, sizeof(f), "%s/f", dir);
+	ASSERT_EQ(cube_agent_write_buf_meta(self->a, f, 0, "a=1\nb=x y\n", "data", 4), 0);
+	ASSERT_EQ(cube_agent_stat(self->a, f, &st), 0);
+	ASSERT_TRUE(st.meta != NULL);
+	EXPECT_STREQ(st.meta, "a=1\nb=x y\n");
+	EXPECT_EQ(st.size, 4);
+	ASSERT_EQ(cube_agent_list(self->a, dir, meta_of_entry, &seen), 0);
+	EXPECT_STREQ(seen.meta, "a=1\nb=x y\n");
+	/* written again without: the new file has none */
+	ASSERT_EQ(cube_agent_write_buf(self->a, f, 0, "d2", 2), 0);
+	ASSERT_EQ(cube_agent_stat(self->a, f, &st), 0);
+	EXPECT_TRUE(st.meta == NULL);
+	ASSERT_EQ(cube_agent_list(self->a, dir, meta_of_entry, &seen), 0);
+	EXPECT_STREQ(seen.meta, "-");
+	/* too large or empty: refused before anything is sent */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	EXPECT_EQ(cube_agent_write_buf_meta(self->a, f, 0, big, "z", 1), -EINVAL);
+	EXPECT_EQ(cube_agent_write_buf_meta(self->a, f, 0, "", "z", 1), -EINVAL);
+	ASSERT_EQ(cube_agent_stat(self->a, f, &st), 0);
+	EXPECT_EQ(st.size, 2);
+	/* the connection still serves */
+	ASSERT_EQ(cube_agent_write_buf_meta(self->a, f, 0, "c=3\n", "e", 1), 0);
+	ASSERT_EQ(cube_agent_stat(self->a, f, &st), 0);
+	EXPECT_STREQ(st.meta, "c=3\n");
+	ASSERT_EQ(unlink(f), 0);
+	ASSERT_EQ(rmdir(dir), 0);
+}
+
 FIXTURE(rooted) {
 	struct agent_proc p;
 	struct cube_agent *a;

@@ -12,7 +12,8 @@
 // for a template not made through the API); files.write with gzip (read
 // back as written), a gzip bomb and a damaged gzip body refused without
 // writing anything; getMetrics over a time range; watchDir with
-// recursive: true.
+// recursive: true; files.write with metadata (envd 0.6.2), reported by
+// write, getInfo and list.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGzip } from 'node:zlib';
@@ -220,4 +221,34 @@ test('watchDir with recursive: true', async () => {
   } finally {
     await w2.stop();
   }
+});
+
+test('file metadata', async () => {
+  const meta = { owner: 'team a/b+c@d:e', rev: '2', empty: '' };
+  const info = await sbx.files.write('/tmp/meta/a.txt', 'with metadata',
+    { metadata: meta });
+  assert.deepEqual(info.metadata, meta);
+  assert.deepEqual((await sbx.files.getInfo('/tmp/meta/a.txt')).metadata, meta);
+  await sbx.files.write('/tmp/meta/plain.txt', 'without');
+  const listed = await sbx.files.list('/tmp/meta');
+  const byName = Object.fromEntries(listed.map((e) => [e.name, e]));
+  assert.deepEqual(byName['a.txt'].metadata, meta);
+  assert.equal(byName['plain.txt'].metadata, undefined);
+  assert.equal(await sbx.files.read('/tmp/meta/a.txt'), 'with metadata');
+  // several files in one call: each keeps it
+  const two = await sbx.files.write([
+    { path: '/tmp/meta/b.txt', data: 'b' }, { path: '/tmp/meta/c.txt', data: 'c' },
+  ], { metadata: { batch: 'yes' } });
+  assert.equal(two.length, 2);
+  for (const e of two) assert.deepEqual(e.metadata, { batch: 'yes' });
+  assert.deepEqual((await sbx.files.getInfo('/tmp/meta/c.txt')).metadata,
+    { batch: 'yes' });
+  // written again without metadata: the new file has none
+  await sbx.files.write('/tmp/meta/a.txt', 'again');
+  assert.equal((await sbx.files.getInfo('/tmp/meta/a.txt')).metadata, undefined);
+  // a value that is not printable ASCII: refused, nothing written
+  const r = await rawUpload('/tmp/meta/bad.txt', 'x', { 'X-Metadata-k': 'caf\u00e9' });
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.text, /metadata/);
+  assert.equal(await sbx.files.exists('/tmp/meta/bad.txt'), false);
 });

@@ -157,6 +157,7 @@ struct e2b_file {
 	int slot;
 	size_t off;
 	bool reading;
+	bool meta;
 };
 
 static int t_file_write(void *be, const char *id, const char *user,
@@ -174,6 +175,29 @@ static int t_file_write(void *be, const char *id, const char *user,
 /* sink_bytes: files take any size, counted here, not kept */
 static bool sink;
 static uint64_t sink_bytes;
+
+/* the metadata of the last file_write_meta, "k=v;" each */
+static char last_meta[512];
+static int meta_writes;
+
+static int t_file_write_meta(void *be, const char *id, const char *user,
+			     const char *path, const struct e2b_kvs *meta,
+			     struct e2b_file **out, char *msg)
+{
+	size_t i;
+	int ret = t_file_write(be, id, user, path, out, msg);
+
+	if (ret)
+		return ret;
+	meta_writes++;
+	last_meta[0] = '\0';
+	for (i = 0; i < meta->n; i++)
+		snprintf(last_meta + strlen(last_meta),
+			 sizeof(last_meta) - strlen(last_meta), "%s=%s;",
+			 meta->v[i].key, meta->v[i].value);
+	(*out)->meta = true;
+	return 0;
+}
 
 static int t_file_write_chunk(struct e2b_file *f, const void *buf, size_t len)
 {
@@ -198,6 +222,8 @@ static int t_file_close(struct e2b_file *f, bool commit,
 			e->path = strdup(stored[f->slot]);
 			e->name = strdup("x");
 			e->type = E2B_FT_FILE;
+			if (f->meta)
+				e2b_kvs_add(&e->metadata, "k", "as stored");
 		}
 	}
 	free(f);
@@ -279,6 +305,7 @@ static const struct e2b_backend_ops ops = {
 	.file_write = t_file_write,
 	.file_write_chunk = t_file_write_chunk,
 	.file_close = t_file_close,
+	.file_write_meta = t_file_write_meta,
 	.file_read = t_file_read,
 	.file_read_chunk = t_file_read_chunk,
 	.proc_start = t_proc_start,
@@ -857,6 +884,69 @@ TEST(gzip_uploads)
 	free(zeros);
 	free(two);
 	free(gz);
+	e2b_server_stop(srv);
+}
+
+/* X-Metadata-* headers: kept with every file, checked before anything */
+TEST(upload_metadata)
+{
+	char req[1024], *r;
+	int i;
+
+	start();
+	nstored = 0;
+	meta_writes = 0;
+	snprintf(req, sizeof(req), "POST /files?path=/m/one HTTP/1.1\r\n" ENVD_HDRS
+		 "Content-Type: application/octet-stream\r\n"
+		 "x-metadata-owner: team a/b+c@d:e\r\nX-Metadata-Rev.2: \r\n"
+		 "Content-Length: 3\r\n\r\n");
+	r = http(E2B_PLANE_ENVD, req, "abc", 3, NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(nstored, 1);
+	ASSERT_EQ(meta_writes, 1);
+	ASSERT_STREQ(last_meta, "owner=team a/b+c@d:e;Rev.2=;");
+	ASSERT_TRUE(strstr(r, "\"metadata\":{\"k\":\"as stored\"}") != NULL);
+	/* none: the plain write */
+	snprintf(req, sizeof(req), "POST /files?path=/m/two HTTP/1.1\r\n" ENVD_HDRS
+		 "Content-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\n");
+	r = http(E2B_PLANE_ENVD, req, "abc", 3, NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(meta_writes, 1);
+	ASSERT_TRUE(strstr(r, "metadata") == NULL);
+	/* bad keys and values, too many: 400, nothing written */
+	{
+		static const char *bad[] = {
+			"X-Metadata-: v\r\n",
+			"X-Metadata-a(b): v\r\n",
+			"X-Metadata-k: caf\xc3\xa9\r\n",
+			"X-Metadata-k: a\tb\r\n",
+			"X-Metadata-k: 1\r\nx-metadata-k: 2\r\n",
+		};
+
+		for (i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+			snprintf(req, sizeof(req), "POST /files?path=/m/bad HTTP/1.1\r\n"
+				 ENVD_HDRS "Content-Type: application/octet-stream\r\n"
+				 "%sContent-Length: 3\r\n\r\n", bad[i]);
+			r = http(E2B_PLANE_ENVD, req, "abc", 3, NULL);
+			ASSERT_EQ(status_of(r), 400);
+			ASSERT_TRUE(strstr(r, "metadata") != NULL);
+		}
+	}
+	{
+		char many[33 * 24] = "";
+
+		for (i = 0; i < 33; i++)
+			snprintf(many + strlen(many), sizeof(many) - strlen(many),
+				 "X-Metadata-k%d: v\r\n", i);
+		snprintf(req, sizeof(req), "POST /files?path=/m/bad HTTP/1.1\r\n"
+			 ENVD_HDRS "Content-Type: application/octet-stream\r\n"
+			 "%sContent-Length: 3\r\n\r\n", many);
+		r = http(E2B_PLANE_ENVD, req, "abc", 3, NULL);
+		ASSERT_EQ(status_of(r), 400);
+		ASSERT_TRUE(strstr(r, "at most 32") != NULL);
+	}
+	ASSERT_EQ(nstored, 2);
+	ASSERT_EQ(meta_writes, 1);
 	e2b_server_stop(srv);
 }
 
