@@ -10,6 +10,9 @@
 #     no plan, fails; a trailing plan that matches passes; 1..0 skips
 #   - logcheck.sh: a kernel log that lost the start marker fails, a WARN
 #     fails, a clean log passes
+#   - clockjump.sh: an L1 clock far ahead of the host's is found (run.sh
+#     then makes a failed run once more), one behind it or a run that did
+#     not end is not
 #   - verdict.sh: run_tests.sh's non-zero exit status fails a run whose
 #     summary shows no failure; a skip the allowlist does not name fails,
 #     a listed one passes; a stalled run fails
@@ -56,7 +59,7 @@ vmtest() {
 }
 
 echo "KTAP version 1"
-echo "1..15"
+echo "1..17"
 
 # cube_test.h, natively.
 mkdir -p "$work/ct"
@@ -129,6 +132,19 @@ rc=$?
 lc '[ 1.0] cube-vmtest: start\n[ 2.0] WARNING: CPU: 0 PID: 1 at x.c:1\n'
 [ $? = 1 ] && [ $rc = 0 ] && grep -q '^# dmesg: .*WARNING: CPU:' "$work/out"
 result $? "logcheck.sh: a WARN after the start marker fails, a clean log passes"
+
+# clockjump.sh, on crafted results: L1's uptime against the host's clock.
+printf '# post-checks: 0 failed\r\n# cube-vmtest: L1 uptime 24694 s\r\n' > "$work/cj"
+jump=$(sh "$q/clockjump.sh" "$work/cj" 113)
+[ $? = 0 ] && [ "$jump" = 24581 ]
+result $? "clockjump.sh: an L1 clock far ahead of the host's is found, with by how much"
+printf '# cube-vmtest: L1 uptime 100 s\n' > "$work/cj"
+sh "$q/clockjump.sh" "$work/cj" 113 > /dev/null
+rc=$?
+printf 'ok 1 x\n' > "$work/cj"
+sh "$q/clockjump.sh" "$work/cj" 113 > /dev/null
+[ $? = 1 ] && [ $rc = 1 ]
+result $? "clockjump.sh: an L1 clock behind the host's, or no uptime (a run that did not end), is no jump"
 
 # verdict.sh, on crafted runs.
 run() {

@@ -176,6 +176,8 @@ case $? in
 	;;
 esac
 say "# post-checks: $post_fail failed"
+# run.sh compares it with the run's length by the host's clock (clockjump.sh)
+say "# cube-vmtest: L1 uptime $(cut -d. -f1 /proc/uptime) s"
 say "CUBE-VMTEST-END rc=$rc"
 sync
 poweroff -f
