@@ -509,7 +509,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static struct run cv[MAX_RUNS], qm[MAX_RUNS], rc[MAX_RUNS], rf[MAX_RUNS];
-	char self[PATH_MAX], *slash, log[128], cmd[192];
+	char self[PATH_MAX], *slash, log[128], cmd[192], hr[PATH_MAX + 160];
 	bool have_qemu, have_cube;
 	int n = 0, i, c, ret = 0;
 	ssize_t len;
@@ -597,6 +597,11 @@ int main(int argc, char **argv)
 	}
 	have_qemu = have_qemu && MED(qm, n, ready) > 0;
 	if (!make_snapshot()) {
+		/* How much of the guest's memory could be mapped huge. */
+		snprintf(hr, sizeof(hr), "'%s/huge_ranges' '%s/snap/memory'",
+			 self, work);
+		if (system(hr))
+			printf("# huge_ranges did not run: %s\n", hr);
 		/* The first restore onto /dev/cube makes the module snapshot. */
 		if (have_cube) {
 			struct run first;
