@@ -383,6 +383,59 @@ static void agent_session_seeds(void)
 	session_seed("bad-headers", &s);
 }
 
+/* --- virtio programs (virtio_fuzz.c: op, device, arguments) --- */
+
+static void virtio_seeds(void)
+{
+	/* rng: queue 0 of 8, one writable buffer, a notify, save and load */
+	static const uint8_t rng[] = {
+		3, 0, 6,
+		4, 0, 0, 0, 0x00, 0x10, 64, 0, 1,
+		5, 0, 0,
+		9, 0,
+	};
+	/* blk: a read of sector 1: header, 512 bytes of data, status */
+	static const uint8_t blk[] = {
+		3, 1, 6,
+		2, 1, 0x00, 0x01, 16, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+		4, 1, 0, 2, 0x00, 0x01, 16, 0, 0, 0x00, 0x02, 0x00, 0x02, 1,
+		0x00, 0x04, 1, 0, 1,
+		5, 1, 0,
+		9, 1,
+	};
+	/* net: a frame sent (TX, queue 1), a frame received (RX, queue 0) */
+	uint8_t net[256] = {
+		3, 2, 7,
+		2, 2, 0x00, 0x20, 72,
+	};
+	size_t n = 8;
+	static const uint8_t net_tail[] = {
+		4, 2, 1, 0, 0x00, 0x20, 72, 0, 0,
+		5, 2, 1,
+		3, 2, 6,
+		4, 2, 0, 0, 0x00, 0x30, 0xf6, 0x05, 1,
+		6, 2, 8,
+	};
+
+	seed("virtio", "rng", "", 0, rng, sizeof(rng));
+	seed("virtio", "blk-read", "", 0, blk, sizeof(blk));
+	memset(net + n, 0, 12);			/* virtio_net_hdr */
+	n += 12;
+	memset(net + n, 0xff, 6);		/* broadcast */
+	memset(net + n + 6, 0x02, 6);
+	net[n + 12] = 0x08;			/* IPv4 */
+	memset(net + n + 14, 0x45, 46);
+	n += 60;
+	memcpy(net + n, net_tail, sizeof(net_tail));
+	n += sizeof(net_tail);
+	memset(net + n, 0, 12);			/* the received frame */
+	memset(net + n + 12, 0x33, 52);
+	n += 64;
+	net[n++] = 9;
+	net[n++] = 2;
+	seed("virtio", "net-tx-rx", "", 0, net, n);
+}
+
 /* --- E2B requests and bodies --- */
 
 /* An envd stream request: its JSON in one Connect envelope. */
@@ -513,6 +566,7 @@ int main(int argc, char **argv)
 	saved_state("saved-1vcpu", 1, 0);
 	saved_state("saved-2vcpu-net", 2, SNAP_CFG_NET);
 	small_state();
+	virtio_seeds();
 	agent_client_seeds();
 	agent_session_seeds();
 	e2b_seeds();
