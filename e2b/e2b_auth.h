@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define E2B_KEY_MAX	256	/* longest accepted API key */
 #define E2B_TOKEN_LEN	32	/* hex characters of a generated token */
@@ -87,5 +88,32 @@ int e2b_basic_user(const char *hdr, char user[E2B_USER_MAX + 1]);
 
 /** e2b_user_valid() - whether @s is a user name e2b_basic_user() accepts */
 bool e2b_user_valid(const char *s);
+
+/*
+ * Signed file URLs, the SDK's uploadUrl() and downloadUrl().  The SDK
+ * signs "<path>:<operation>:<user>:<envdAccessToken>" (":<expiration>"
+ * appended when the URL expires) with SHA-256 and sends "v1_" + the
+ * digest in base64 without padding as the `signature` argument of GET
+ * /files (operation "read") or POST /files ("write"), beside `path`,
+ * `username` and `signature_expiration` (Unix seconds).
+ */
+
+/* "v1_" + 43 base64 characters + NUL */
+#define E2B_SIG_LEN	(3 + 43 + 1)
+
+/** e2b_sha256() - the SHA-256 digest of @len bytes at @data */
+void e2b_sha256(const void *data, size_t len, uint8_t out[32]);
+
+/**
+ * e2b_file_signature() - the signature the SDK makes
+ * @path, @op, @user, @token: as signed ("" for no path or user)
+ * @expiration: the decimal Unix time, or NULL for a URL that never expires
+ * @out: receives "v1_..." (E2B_SIG_LEN bytes)
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int e2b_file_signature(const char *path, const char *op, const char *user,
+		       const char *token, const char *expiration,
+		       char out[E2B_SIG_LEN]);
 
 #endif /* CUBE_E2B_AUTH_H */

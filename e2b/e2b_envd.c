@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "connect_frame.h"
 #include "e2b_http.h"
@@ -914,6 +915,101 @@ void e2b_upload_free(struct e2b_upload *u)
 	e2b_entry_free(u->entries, u->n);
 	free(u->entries);
 	free(u);
+}
+
+/* --- signed file URLs (uploadUrl, downloadUrl) --- */
+
+static int sig_error(struct e2b_response *resp, unsigned int status,
+		     int err, const char *msg)
+{
+	e2b_reply_error(resp, status, "%s", msg);
+	return err;
+}
+
+/* whether @sig is what @token makes of the request */
+static bool sig_matches(const char *sig, const char *path, const char *op,
+			const char *user, const char *token,
+			const char *expiration)
+{
+	char want[E2B_SIG_LEN];
+	bool ok;
+
+	if (!token[0] ||
+	    e2b_file_signature(path, op, user, token, expiration, want))
+		return false;
+	ok = e2b_secret_equal(want, sig);
+	explicit_bzero(want, sizeof(want));
+	return ok;
+}
+
+int e2b_envd_prepare_signed(const struct e2b_api *api,
+			    const struct e2b_request *req,
+			    struct e2b_envd_ctx *ec, struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	const char *sig = req->query(req->ctx, "signature");
+	const char *exp = req->query(req->ctx, "signature_expiration");
+	const char *path = req->query(req->ctx, "path");
+	const char *user = req->query(req->ctx, "username");
+	const char *id = req->header(req->ctx, "E2b-Sandbox-Id");
+	const char *op = !strcmp(req->method, "GET") ? "read" :
+			 !strcmp(req->method, "POST") ? "write" : NULL;
+	struct e2b_sandbox *v = NULL, one = { 0 };
+	char found[E2B_ID_MAX + 1] = "";
+	size_t n = 0, i;
+	long long t = 0;
+	int ret;
+
+	memset(ec, 0, sizeof(*ec));
+	path = path ? path : "";
+	user = user ? user : "";
+	if (!op)
+		return sig_error(resp, 405, -EINVAL,
+				 "a signature is for GET or POST /files");
+	if (!sig || strncmp(sig, "v1_", 3) || strlen(sig) != E2B_SIG_LEN - 1)
+		return sig_error(resp, 401, -EACCES, "invalid signature");
+	if (exp) {
+		size_t k;
+
+		for (k = 0; exp[k] && k < 13; k++) {
+			if (exp[k] < '0' || exp[k] > '9')
+				break;
+			t = t * 10 + (exp[k] - '0');
+		}
+		if (!k || exp[k])
+			return sig_error(resp, 400, -EINVAL,
+					 "signature_expiration must be a Unix time in seconds");
+	}
+	if (user[0] && !e2b_user_valid(user))
+		return sig_error(resp, 401, -EACCES, "invalid user");
+	if (id) {
+		/* the sandbox is named: its token alone */
+		if (!e2b_id_valid(id) || b->ops->get(b->be, id, &one))
+			return sig_error(resp, 502, -ENOENT, "sandbox not found");
+		if (sig_matches(sig, path, op, user, one.envd_token, exp))
+			snprintf(found, sizeof(found), "%s", one.id);
+		e2b_sandbox_free(&one);
+	} else {
+		ret = b->ops->list(b->be, &v, &n);
+		if (ret)
+			return sig_error(resp, 500, ret, "sandbox lookup failed");
+		for (i = 0; i < n; i++) {
+			if (!found[0] && !v[i].paused &&
+			    sig_matches(sig, path, op, user, v[i].envd_token, exp))
+				snprintf(found, sizeof(found), "%s", v[i].id);
+			e2b_sandbox_free(&v[i]);
+		}
+		free(v);
+	}
+	if (!found[0])
+		return sig_error(resp, 401, -EACCES, "invalid signature");
+	/* checked after the signature: it is signed with it */
+	if (exp && t < (long long)time(NULL))
+		return sig_error(resp, 401, -EACCES, "the signature expired");
+	strcpy(ec->sandbox, found);
+	strcpy(ec->user, user);
+	ec->keepalive_ms = 30000;
+	return 0;
 }
 
 /* --- dispatch --- */

@@ -193,6 +193,10 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 	int ret;
 
 	memset(ec, 0, sizeof(*ec));
+	/* a signed URL of a file (uploadUrl, downloadUrl) */
+	if (!rpc && !strcmp(req->path, "/files") &&
+	    req->query(req->ctx, "signature"))
+		return e2b_envd_prepare_signed(api, req, ec, resp);
 	id = req->header(req->ctx, "E2b-Sandbox-Id");
 	if (!id) {
 		envd_error(resp, rpc, 400, CF_INVALID_ARGUMENT,

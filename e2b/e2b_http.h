@@ -212,4 +212,17 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 		     struct e2b_envd_ctx *ec, struct e2b_response *resp,
 		     bool rpc);
 
+/*
+ * e2b_envd_prepare() for a request to /files carrying a `signature`
+ * argument (e2b_auth.h) instead of an access token: the signature (and
+ * its expiration) is checked against the sandbox E2b-Sandbox-Id names, or,
+ * without one (a signed URL made with E2B_SANDBOX_URL names no sandbox),
+ * against every running sandbox's token; the user is the `username`
+ * argument.  401 for a signature that does not match or expired, 400 for a
+ * malformed expiration.
+ */
+int e2b_envd_prepare_signed(const struct e2b_api *api,
+			    const struct e2b_request *req,
+			    struct e2b_envd_ctx *ec, struct e2b_response *resp);
+
 #endif /* CUBE_E2B_HTTP_H */

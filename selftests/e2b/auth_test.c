@@ -3,6 +3,7 @@
  * auth_test: API key checks, key files, tokens, the envd Basic user header.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,67 @@ TEST(secret_equal)
 	/* an empty secret never matches, not even an empty candidate */
 	ASSERT_FALSE(e2b_secret_equal("", ""));
 	ASSERT_FALSE(e2b_secret_equal("", NULL));
+}
+
+static void hex_of(const uint8_t d[32], char out[65])
+{
+	int i;
+
+	for (i = 0; i < 32; i++)
+		sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+/* FIPS 180-4's examples, and lengths around the padding's edges */
+TEST(sha256)
+{
+	static const struct {
+		const char *in;
+		size_t repeat;
+		const char *hex;
+	} v[] = {
+		{ "", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+		{ "abc", 1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 1,
+		  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+		{ "a", 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0" },
+		{ "x", 55, "d5e285683cd4efc02d021a5c62014694958901005d6f71e89e0989fac77e4072" },
+		{ "x", 56, "04c26261370ee7541549d16dee320c723e3fd14671e66a099afe0a377c16888e" },
+		{ "x", 64, "7ce100971f64e7001e8fe5a51973ecdfe1ced42befe7ee8d5fd6219506b5393c" },
+	};
+	char hex[65];
+	uint8_t d[32];
+	size_t i, k, len;
+	char *buf;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		len = v[i].repeat > 1 ? v[i].repeat : strlen(v[i].in);
+		buf = malloc(len + 1);
+		ASSERT_TRUE(buf != NULL);
+		if (v[i].repeat > 1)
+			for (k = 0; k < len; k++)
+				buf[k] = v[i].in[0];
+		else
+			memcpy(buf, v[i].in, len);
+		e2b_sha256(buf, len, d);
+		hex_of(d, hex);
+		ASSERT_STREQ(hex, v[i].hex);
+		free(buf);
+	}
+}
+
+/* what the SDK's uploadUrl() and downloadUrl() send */
+TEST(file_signature)
+{
+	char sig[E2B_SIG_LEN];
+
+	ASSERT_EQ(e2b_file_signature("/a", "read", "user", "tok", "1700000000", sig), 0);
+	ASSERT_STREQ(sig, "v1_Sdg3QDTqNFC8Rq818JyMOaFFivjp88ds9Iq8t3oFrQY");
+	ASSERT_EQ(e2b_file_signature("/home/user/f.txt", "write", "",
+				     "0123456789abcdef0123456789abcdef", NULL, sig), 0);
+	ASSERT_STREQ(sig, "v1_IFxSnFaMI7ogXTKyBh9wK38JdEMVwNolGz9dt33w20k");
+	ASSERT_EQ(e2b_file_signature("", "write", "", "t", NULL, sig), 0);
+	ASSERT_STREQ(sig, "v1_dfahhNbqCfcJiBAATIEu+2A9yQ4Xid1Wb6lu0GVgCos");
+	ASSERT_EQ(strlen(sig), E2B_SIG_LEN - 1);
 }
 
 TEST(keys_check)

@@ -13,7 +13,9 @@
 // back as written), a gzip bomb and a damaged gzip body refused without
 // writing anything; getMetrics over a time range; watchDir with
 // recursive: true; files.write with metadata (envd 0.6.2), reported by
-// write, getInfo and list.
+// write, getInfo and list; signed uploadUrl and downloadUrl used by a
+// plain HTTP client (no token, no sandbox header), and refused when
+// changed, used for the other operation, or expired.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGzip } from 'node:zlib';
@@ -251,4 +253,43 @@ test('file metadata', async () => {
   assert.equal(r.status, 400, r.text);
   assert.match(r.text, /metadata/);
   assert.equal(await sbx.files.exists('/tmp/meta/bad.txt'), false);
+});
+
+test('signed uploadUrl and downloadUrl', async () => {
+  const up = await sbx.uploadUrl('/tmp/signed/up.txt');
+  assert.match(new URL(up).searchParams.get('signature'), /^v1_/);
+  // a plain client: neither the access token nor the sandbox's id
+  const form = () => {
+    const f = new FormData();
+    f.append('file', new Blob(['via a signed url']), 'up.txt');
+    return f;
+  };
+  const r = await fetch(up, { method: 'POST', body: form() });
+  assert.equal(r.status, 200, await r.text());
+  assert.equal(await sbx.files.read('/tmp/signed/up.txt'), 'via a signed url');
+  const down = await sbx.downloadUrl('/tmp/signed/up.txt',
+    { useSignatureExpiration: 120 });
+  assert.ok(new URL(down).searchParams.get('signature_expiration'));
+  const d = await fetch(down);
+  assert.equal(d.status, 200);
+  assert.equal(await d.text(), 'via a signed url');
+  // a read URL does not write; another path, or another signature, is refused
+  const w = await fetch(down, { method: 'POST', body: form() });
+  assert.equal(w.status, 401, await w.text());
+  const other = new URL(down);
+  other.searchParams.set('path', '/etc/shadow');
+  const o = await fetch(other);
+  assert.equal(o.status, 401, await o.text());
+  const forged = new URL(up);
+  forged.searchParams.set('signature', `v1_${'A'.repeat(43)}`);
+  const f = await fetch(forged, { method: 'POST', body: form() });
+  assert.equal(f.status, 401, await f.text());
+  // past its expiration
+  const old = await sbx.downloadUrl('/tmp/signed/up.txt',
+    { useSignatureExpiration: -5 });
+  const e = await fetch(old);
+  assert.equal(e.status, 401);
+  assert.match(await e.text(), /expired/);
+  // nothing of the refused ones was written
+  assert.equal(await sbx.files.read('/tmp/signed/up.txt'), 'via a signed url');
 });

@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "connect_frame.h"
+#include "e2b_auth.h"
 #include "e2b_server.h"
 #include "cube_test.h"
 
@@ -37,6 +39,18 @@ static int t_get(void *be, const char *id, struct e2b_sandbox *out)
 	strcpy(out->envd_token, "tok");
 	out->end_at = time(NULL) + 600;
 	out->paused = paused7;
+	return 0;
+}
+
+/* "7", and "9", paused, with the token "tok9" */
+static int t_list(void *be, struct e2b_sandbox **out, size_t *n)
+{
+	*out = calloc(2, sizeof(**out));
+	*n = 2;
+	t_get(be, "7", &(*out)[0]);
+	strcpy((*out)[1].id, "9");
+	strcpy((*out)[1].envd_token, "tok9");
+	(*out)[1].paused = true;
 	return 0;
 }
 
@@ -293,6 +307,7 @@ static void t_proc_close(struct e2b_proc *p)
 
 static const struct e2b_backend_ops ops = {
 	.get = t_get,
+	.list = t_list,
 	.create = t_create,
 	.pause = t_pause,
 	.resume = t_resume,
@@ -947,6 +962,115 @@ TEST(upload_metadata)
 	}
 	ASSERT_EQ(nstored, 2);
 	ASSERT_EQ(meta_writes, 1);
+	e2b_server_stop(srv);
+}
+
+/* a signed URL's query: path, username, signature, expiration */
+static void signed_query(char *q, size_t len, const char *path,
+			 const char *op, const char *user, const char *token,
+			 const char *exp)
+{
+	char sig[E2B_SIG_LEN], enc[3 * E2B_SIG_LEN];
+	size_t i, k = 0;
+
+	ASSERT_EQ(e2b_file_signature(path, op, user, token, exp, sig), 0);
+	/* as URLSearchParams encodes it */
+	for (i = 0; sig[i]; i++) {
+		if (sig[i] == '+' || sig[i] == '/' || sig[i] == '=')
+			k += sprintf(enc + k, "%%%02X", (unsigned char)sig[i]);
+		else
+			enc[k++] = sig[i];
+	}
+	enc[k] = '\0';
+	snprintf(q, len, "path=%s%s%s&signature=%s%s%s", path,
+		 user[0] ? "&username=" : "", user, enc,
+		 exp ? "&signature_expiration=" : "", exp ? exp : "");
+}
+
+/*
+ * uploadUrl() / downloadUrl(): no token, no sandbox header; the sandbox
+ * is the one whose token signed the request.
+ */
+TEST(signed_urls)
+{
+	char q[512], req[1024], later[24], *r;
+	size_t rlen;
+
+	start();
+	paused7 = false;
+	nstored = 0;
+	snprintf(later, sizeof(later), "%lld", (long long)time(NULL) + 600);
+	signed_query(q, sizeof(q), "/s/up", "write", "", "tok", NULL);
+	snprintf(req, sizeof(req), "POST /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\nContent-Type: application/octet-stream\r\n"
+		 "Content-Length: 6\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, "signed", 6, NULL);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(nstored, 1);
+	ASSERT_STREQ(stored[0], "/s/up");
+	signed_query(q, sizeof(q), "/s/up", "read", "", "tok", later);
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, &rlen);
+	ASSERT_EQ(status_of(r), 200);
+	ASSERT_EQ(memcmp(r + rlen - 6, "signed", 6), 0);
+	/* with the sandbox named too */
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "E2b-Sandbox-Id: 7\r\nConnection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 200);
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "E2b-Sandbox-Id: 8\r\nConnection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 502);
+	/* a read signature does not write; nothing is written */
+	signed_query(q, sizeof(q), "/s/other", "read", "", "tok", NULL);
+	snprintf(req, sizeof(req), "POST /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\nContent-Type: application/octet-stream\r\n"
+		 "Content-Length: 4\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, "nope", 4, NULL);
+	ASSERT_EQ(status_of(r), 401);
+	ASSERT_TRUE(strstr(r, "invalid signature") != NULL);
+	/* another path, user or token than signed; a paused sandbox's */
+	signed_query(q, sizeof(q), "/s/up", "read", "", "tok", NULL);
+	q[6] = 'x';	/* path=/s/up -> path=/x/up */
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 401);
+	signed_query(q, sizeof(q), "/s/up", "read", "user", "tok", NULL);
+	{
+		char *u = strstr(q, "username=user");
+
+		ASSERT_TRUE(u != NULL);
+		memcpy(u + 9, "root", 4);
+	}
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 401);
+	signed_query(q, sizeof(q), "/s/up", "read", "", "tok9", NULL);
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 401);
+	/* expired, or an expiration that is no time */
+	signed_query(q, sizeof(q), "/s/up", "read", "", "tok", "1000");
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 401);
+	ASSERT_TRUE(strstr(r, "expired") != NULL);
+	signed_query(q, sizeof(q), "/s/up", "read", "", "tok", "12ab");
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "Connection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 400);
+	/* a signature that is no signature */
+	r = http(E2B_PLANE_ENVD, "GET /files?path=/s/up&signature=v1_x HTTP/1.1\r\n"
+		 "Host: x\r\nConnection: close\r\n\r\n", NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 401);
+	ASSERT_EQ(nstored, 1);
 	e2b_server_stop(srv);
 }
 
