@@ -455,13 +455,35 @@ int cmd_inspect(struct cctx *c, int argc, char **argv)
 
 /* --- logs --- */
 
+/*
+ * Write @n bytes of a guest's console to a terminal: control characters
+ * (escape sequences could retitle or rewrite the user's terminal) come out
+ * as \xNN; tabs, line ends and UTF-8 text pass.
+ */
+static void write_escaped(const unsigned char *b, size_t n, bool cr_next)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char ch = b[i];
+		bool crlf = ch == '\r' && (i + 1 < n ? b[i + 1] == '\n' : cr_next);
+
+		if ((ch < 0x20 && ch != '\n' && ch != '\t' && !crlf) ||
+		    ch == 0x7f)
+			printf("\\x%02x", ch);
+		else
+			putchar(ch);
+	}
+}
+
 int cmd_logs(struct cctx *c, int argc, char **argv)
 {
 	struct cube_nl_sandbox sb;
 	char path[PATH_MAX], buf[65536];
+	int ret, next;
 	size_t n;
+	bool tty;
 	FILE *f;
-	int ret;
 
 	if (argc != 2)
 		return bad_usage("logs", "ID");
@@ -474,8 +496,18 @@ int cmd_logs(struct cctx *c, int argc, char **argv)
 		return cc_err(errno == ENOENT ? EX_NOTFOUND : EX_FAIL,
 			      "sandbox %s has no console log: %s", argv[1],
 			      strerror(errno));
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		fwrite(buf, 1, n, stdout);
+	tty = isatty(STDOUT_FILENO);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		if (!tty) {
+			fwrite(buf, 1, n, stdout);
+			continue;
+		}
+		/* a CR ending one read: its LF may start the next */
+		next = n == sizeof(buf) ? fgetc(f) : EOF;
+		write_escaped((unsigned char *)buf, n, next == '\n');
+		if (next != EOF)
+			ungetc(next, f);
+	}
 	fclose(f);
 	return EX_OK;
 }

@@ -63,6 +63,7 @@ struct opts {
 	const char *vsock_uds;
 	uint64_t cid;
 	const char *console_log;
+	uint64_t console_max, console_rate;
 	uint64_t timeout;
 	const char *snapshot_out;
 	const char *restore;
@@ -110,6 +111,12 @@ static void usage(FILE *f)
 "                       IFF_TAP|IFF_NO_PI|IFF_VNET_HDR); none: no network\n"
 "  --net-mac MAC        the guest's MAC (default " CUBE_NET_GUEST_MAC ")\n"
 "  --console-log FILE   serial console output (default: stdout)\n"
+"  --console-max BYTES  at most this much in the console log, counting what\n"
+"                       it held (4096..1 GiB, default 1 MiB); the rest of\n"
+"                       the guest's output is dropped\n"
+"  --console-rate BYTES at most this much console output a second, after a\n"
+"                       burst of four seconds' worth (1024..64 MiB, default\n"
+"                       64 KiB); what is over is dropped and counted\n"
 "  --timeout S          stop the VM after S seconds of wall time (exit 3)\n"
 "  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status\n"
 "  --snapshot-out DIR   default directory of the snapshot request\n"
@@ -137,7 +144,7 @@ enum {
 	OPT_MEM, OPT_VCPUS, OPT_VSOCK, OPT_CID, OPT_CONSOLE, OPT_TIMEOUT,
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
-	OPT_NETMAC, OPT_SANDBOXFD,
+	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
 };
 
 static const struct option long_opts[] = {
@@ -154,6 +161,8 @@ static const struct option long_opts[] = {
 	{ "net-mac", required_argument, NULL, OPT_NETMAC },
 	{ "cube-sandbox-fd", required_argument, NULL, OPT_SANDBOXFD },
 	{ "console-log", required_argument, NULL, OPT_CONSOLE },
+	{ "console-max", required_argument, NULL, OPT_CONSOLE_MAX },
+	{ "console-rate", required_argument, NULL, OPT_CONSOLE_RATE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "snapshot-out", required_argument, NULL, OPT_SNAPOUT },
 	{ "restore", required_argument, NULL, OPT_RESTORE },
@@ -224,6 +233,16 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			o->sandbox_fd = v;
 			break;
 		case OPT_CONSOLE: o->console_log = optarg; break;
+		case OPT_CONSOLE_MAX:
+			if (num_opt("console-max", optarg, 4096, 1ULL << 30,
+				    &o->console_max))
+				return -1;
+			break;
+		case OPT_CONSOLE_RATE:
+			if (num_opt("console-rate", optarg, 1024, 64ULL << 20,
+				    &o->console_rate))
+				return -1;
+			break;
 		case OPT_TIMEOUT:
 			if (num_opt("timeout", optarg, 1, 7 * 24 * 3600,
 				    &o->timeout))
@@ -661,6 +680,9 @@ static int run(struct vmm *m)
 		goto out;
 	vm->serial = &m->serial;
 	serial_init(&m->serial, vm, m->console_fd);
+	serial_set_limits(&m->serial,
+			  m->o.console_max ?: SERIAL_DEFAULT_MAX,
+			  m->o.console_rate ?: SERIAL_DEFAULT_RATE);
 	if (create_devices(m, m->o.rootfs, m->o.net_tap_fd >= 0 ? mac : NULL))
 		goto out;
 	if (!m->o.restore) {

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* 16550A UART, transmit side only; see serial.h. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "serial.h"
 #include "util.h"
@@ -15,19 +19,89 @@
 #define UART_MCR_LOOP	0x10
 #define UART_MSR_IDLE	0xb0	/* DCD | DSR | CTS */
 
+static double serial_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 void serial_init(struct serial *s, struct vm *vm, int out_fd)
 {
+	struct stat st;
+
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->lock, NULL);
 	s->vm = vm;
 	s->out_fd = out_fd;
+	/* a log an earlier VMM of the sandbox wrote counts */
+	if (out_fd >= 0 && !fstat(out_fd, &st) && S_ISREG(st.st_mode))
+		s->written = st.st_size;
+	serial_set_limits(s, SERIAL_DEFAULT_MAX, SERIAL_DEFAULT_RATE);
+}
+
+void serial_set_limits(struct serial *s, uint64_t max, uint64_t rate)
+{
+	pthread_mutex_lock(&s->lock);
+	s->max = max;
+	s->rate = rate;
+	s->tokens = 4.0 * rate;
+	s->last = serial_now();
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* A line of the VMM's own in the log; not counted against the bounds. */
+static void __attribute__((format(printf, 2, 3)))
+serial_note_locked(struct serial *s, const char *fmt, ...)
+{
+	char line[160];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		write_full(s->out_fd, line, (size_t)n < sizeof(line) ?
+			   (size_t)n : sizeof(line) - 1);
 }
 
 static void serial_flush_locked(struct serial *s)
 {
-	if (s->buf_len && s->out_fd >= 0)
-		write_full(s->out_fd, s->buf, s->buf_len);
+	size_t len = s->buf_len;
+	double now;
+
 	s->buf_len = 0;
+	if (!len || s->out_fd < 0 || s->full)
+		return;
+	if (s->written + len > s->max) {
+		s->full = true;
+		serial_note_locked(s, "\n[cube-vmm: the console log holds its "
+				   "%llu bytes: the rest of the guest's output "
+				   "is dropped]\n",
+				   (unsigned long long)s->max);
+		return;
+	}
+	now = serial_now();
+	s->tokens += (now - s->last) * s->rate;
+	if (s->tokens > 4.0 * s->rate)
+		s->tokens = 4.0 * s->rate;
+	s->last = now;
+	if (s->tokens < len) {
+		s->dropped += len;
+		return;
+	}
+	if (s->dropped) {
+		serial_note_locked(s, "\n[cube-vmm: %llu bytes of the guest's "
+				   "output dropped: over %llu bytes a second]\n",
+				   (unsigned long long)s->dropped,
+				   (unsigned long long)s->rate);
+		s->dropped = 0;
+	}
+	s->tokens -= len;
+	s->written += len;
+	write_full(s->out_fd, s->buf, len);
 }
 
 void serial_flush(struct serial *s)

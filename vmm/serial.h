@@ -2,6 +2,14 @@
 /*
  * A 16550A UART at 0x3f8, IRQ 4: output only.  What the guest transmits
  * goes to a file descriptor (the console log); reads see an idle line.
+ *
+ * The console log lives on the host (a sandbox's run directory, a tmpfs),
+ * so what a guest can make it hold is bounded: at most @max bytes in the
+ * file, counting what was there when the VMM opened it (an earlier VMM of
+ * the same sandbox), and at most @rate bytes a second after a burst of
+ * four seconds' worth.  Output over the rate is dropped and counted, and a
+ * line says how much once output flows again; at the cap one line says the
+ * rest is dropped.
  */
 #ifndef CUBE_VMM_SERIAL_H
 #define CUBE_VMM_SERIAL_H
@@ -29,9 +37,18 @@ struct serial {
 	int irq_level;
 	char buf[256];
 	unsigned int buf_len;
+	uint64_t max, rate;		/* bounds of the output */
+	uint64_t written;		/* bytes in the file */
+	double tokens, last;		/* rate: bytes allowed now, and when */
+	uint64_t dropped;		/* over the rate, not yet said */
+	bool full;			/* at @max: the rest is dropped */
 };
 
+#define SERIAL_DEFAULT_MAX	(1ULL << 20)
+#define SERIAL_DEFAULT_RATE	(64ULL << 10)
+
 void serial_init(struct serial *s, struct vm *vm, int out_fd);
+void serial_set_limits(struct serial *s, uint64_t max, uint64_t rate);
 void serial_io(struct serial *s, uint16_t off, bool write, uint8_t *val);
 void serial_flush(struct serial *s);
 void serial_get_regs(struct serial *s, struct serial_regs *r);

@@ -32,7 +32,7 @@ out_has() {
 	fi
 }
 
-ktap_plan 18
+ktap_plan 20
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 cp "$rootfs" /tmp/tty-rootfs.ext4
 expect "template builds" 0 $C template build tty \
@@ -96,9 +96,36 @@ if command -v script >/dev/null && command -v stty >/dev/null; then
 		>/tmp/ktap.out 2>&1 </dev/null
 	out_has "a host terminal's size is forwarded" '^33 111$'
 	out_has "SIGWINCH forwards the new size" '^44 122$'
+
+	# The guest retitles the terminal and clears it on its console:
+	# cubectl logs shows that as text on a terminal, as it is elsewhere.
+	$C exec "$id" -- sh -c \
+		"printf '\\033]0;cube-title\\007\\033[2Jctl-mark\\n' > /dev/console"
+	esc=$(printf '\033')
+	# the guest's tty sends it through the UART after the write returns
+	wait_until 60 sh -c "$C logs $id | grep -q ctl-mark"
+	timeout 60 script -qec "$C logs $id" /dev/null >/tmp/ktap.out 2>&1 </dev/null
+	if grep -q 'x1b]0;cube-title.x07.x1b\[2Jctl-mark' /tmp/ktap.out &&
+		! grep -q "$esc" /tmp/ktap.out; then
+		ok "logs on a terminal shows the guest's control characters as text"
+	else
+		not_ok "logs on a terminal shows the guest's control characters as text" \
+			"$(grep ctl-mark /tmp/ktap.out | od -c | head -n 5)"
+	fi
+	$C logs "$id" >/tmp/ktap.out 2>&1
+	if grep -q "${esc}]0;cube-title" /tmp/ktap.out; then
+		ok "logs into a file is the console as it is"
+	else
+		not_ok "logs into a file is the console as it is" \
+			"$(grep ctl-mark /tmp/ktap.out | od -c | head -n 5)"
+	fi
 else
-	echo "ok $((ktap_n + 1)) a host terminal's size is forwarded # SKIP no script(1)"
-	echo "ok $((ktap_n + 2)) SIGWINCH forwards the new size # SKIP no script(1)"
-	ktap_n=$((ktap_n + 2))
+	for t in "a host terminal's size is forwarded" \
+		"SIGWINCH forwards the new size" \
+		"logs on a terminal shows the guest's control characters as text" \
+		"logs into a file is the console as it is"; do
+		ktap_n=$((ktap_n + 1))
+		echo "ok $ktap_n $t # SKIP no script(1)"
+	done
 fi
 exit $ktap_failed

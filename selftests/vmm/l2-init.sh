@@ -102,6 +102,17 @@ netdevs)
 	say "CUBE-L2-NETDEVS $(ls /sys/class/net | tr '\n' ' ')"
 	while :; do sleep 5; done
 	;;
+flood)
+	# 48 KiB of console output as fast as the guest can write it
+	line=CUBE-L2-FLOOD-0123456789abcdef0123456789abcdef0123456789abc
+	i=0
+	while [ $i -lt 768 ]; do
+		echo "$line"
+		i=$((i + 1))
+	done
+	echo "CUBE-L2-FLOOD-DONE"
+	off
+	;;
 reboot)
 	say "CUBE-L2-REBOOT"
 	reboot -f

@@ -23,9 +23,10 @@ struct vm_run {
 	pid_t pid;
 };
 
-static void start(struct vm_run *r, const char *mode, bool with_img)
+static void start_with(struct vm_run *r, const char *mode, bool with_img,
+		       const char *const *extra)
 {
-	const char *argv[32];
+	const char *argv[40];
 	char append[64];
 	int n = 0;
 
@@ -67,9 +68,16 @@ static void start(struct vm_run *r, const char *mode, bool with_img)
 		argv[n++] = "--rootfs";
 		argv[n++] = r->img;
 	}
+	while (extra && *extra && n < 38)
+		argv[n++] = *extra++;
 	argv[n] = NULL;
 	r->pid = vmm_spawn(argv, r->err);
 	ASSERT_GT(r->pid, 0);
+}
+
+static void start(struct vm_run *r, const char *mode, bool with_img)
+{
+	start_with(r, mode, with_img, NULL);
 }
 
 static int finish(struct vm_run *r, double wait_s)
@@ -105,6 +113,52 @@ TEST(blk_reads_known_image_read_only)
 	EXPECT_TRUE(file_has(r.log, line));
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-BLK-SIZE 6144"));
 	EXPECT_TRUE(file_has(r.log, "CUBE-L2-BLK-RO 1"));
+	rm_tree(r.dir);
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
+/* A guest cannot make its console log hold more than --console-max. */
+TEST(console_log_is_capped)
+{
+	static const char *const extra[] = { "--console-max", "16384", NULL };
+	struct vm_run r;
+	long size;
+
+	need_kvm();
+	start_with(&r, "flood", false, extra);
+	ASSERT_EXIT(finish(&r, 300), 0);
+	size = file_size(r.log);
+	/* the cap, and the VMM's one line that says so */
+	EXPECT_LE(size, 16384 + 160);
+	EXPECT_GT(size, 8192);
+	EXPECT_TRUE(file_has(r.log, "the console log holds its 16384 bytes"));
+	EXPECT_FALSE(file_has(r.log, "CUBE-L2-FLOOD-DONE"));
+	rm_tree(r.dir);
+}
+
+/*
+ * Nor write it faster than --console-rate after its burst: what is over
+ * is dropped, and a line says how much.
+ */
+TEST(console_log_is_rate_limited)
+{
+	static const char *const extra[] = { "--console-rate", "1024", NULL };
+	struct vm_run r;
+	long size;
+
+	need_kvm();
+	start_with(&r, "flood", false, extra);
+	ASSERT_EXIT(finish(&r, 300), 0);
+	size = file_size(r.log);
+	EXPECT_TRUE(file_has(r.log, "bytes of the guest's output dropped: over 1024 bytes a second"));
+	/* 48 KiB were written: most of it was dropped */
+	EXPECT_LT(size, 40 * 1024);
 	rm_tree(r.dir);
 }
 
