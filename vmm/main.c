@@ -86,6 +86,8 @@ struct vmm {
 	struct control ctl;
 	struct snap_config cfg;
 	struct snap_restore r;		/* --restore: the snapshot, opened */
+	int mem_fd;			/* --restore: its guest memory */
+	bool mem_shared;		/* mem_fd is a cube.ko clone */
 	int epoll_fd;
 	int console_fd;
 	bool paused;
@@ -623,8 +625,9 @@ static int run(struct vmm *m)
 	struct snap_restore *r = &m->r;
 	struct vm *vm = &m->vm;
 	struct epoll_event ev = { .events = EPOLLIN };
-	int sig_fd = -1, timer_fd = -1, ret = EXIT_ERROR, i, mem_fd = -1;
-	bool mem_shared = false;
+	int sig_fd = -1, timer_fd = -1, ret = EXIT_ERROR, i;
+	int mem_fd = m->mem_fd;
+	bool mem_shared = m->mem_shared;
 	uint8_t mac[6] = CUBE_NET_GUEST_MAC_BYTES;
 	sigset_t sigs;
 	char err[256];
@@ -663,11 +666,6 @@ static int run(struct vmm *m)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (m->o.restore) {
-		mem_fd = restore_mem_fd(m, r, &mem_shared);
-		if (mem_fd < 0)
-			goto out;
-	}
 	/* the sandbox holds the clone now: the VMM needs its fd no more */
 	if (m->o.sandbox_fd >= 0) {
 		close(m->o.sandbox_fd);
@@ -853,6 +851,7 @@ int main(int argc, char **argv)
 {
 	static struct vmm m;
 	struct cgroup_limits lim = { 0 };
+	int parent_close[3];
 	char name[64];
 	const char *err = NULL;
 	int ret;
@@ -886,9 +885,21 @@ int main(int argc, char **argv)
 			return EXIT_ERROR;
 		}
 	}
-	/* a restore's shape (and so its limits) is the snapshot's */
-	if (m.o.restore && setup_restore(&m, &m.r))
-		return EXIT_ERROR;
+	/*
+	 * A restore's shape (and so its limits) is the snapshot's.  Its
+	 * memory is set up before the cgroup too: the first restore of a
+	 * directory makes the module snapshot, whose pages are charged to
+	 * the cgroup of the task that makes it; they are the template's, to
+	 * be shared by every clone, not this sandbox's to pay for.
+	 */
+	m.mem_fd = -1;
+	if (m.o.restore) {
+		if (setup_restore(&m, &m.r))
+			return EXIT_ERROR;
+		m.mem_fd = restore_mem_fd(&m, &m.r, &m.mem_shared);
+		if (m.mem_fd < 0)
+			return EXIT_ERROR;
+	}
 	if (!m.o.no_cgroup) {
 		snprintf(name, sizeof(name), "cube-vmm-%d", (int)getpid());
 		lim.name = m.o.id ? m.o.id : name;
@@ -896,6 +907,12 @@ int main(int argc, char **argv)
 		/* Guest memory plus the VMM's own (buffers, page tables). */
 		lim.memory_max = (m.o.mem_mib << 20) + (128ULL << 20);
 		lim.pids_max = m.o.vcpus + 16;
+		/* the VM's, not the supervisor's to hold while it waits */
+		parent_close[0] = m.o.sandbox_fd;
+		parent_close[1] = m.mem_shared ? m.mem_fd : -1;
+		parent_close[2] = m.r.mem_fd;
+		lim.parent_close = parent_close;
+		lim.nr_parent_close = ARRAY_SIZE(parent_close);
 		ret = sandbox_cgroup_enter(&lim, &err);
 		if (ret < 0) {
 			pr_err("cgroup: %s: %s", err, strerror(-ret));

@@ -91,7 +91,7 @@ int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
 	const char *parent = lim->parent ? lim->parent : CGROUP_ROOT "/cube";
 	char dir[256], path[PATH_MAX], val[32];
 	struct sigaction sa = { .sa_handler = forward_signal };
-	int ret, status, pfd[2];
+	int ret, status, pfd[2], i;
 	char go = 0;
 
 	if (!cgroup2_writable())
@@ -149,6 +149,9 @@ int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
 		return 0;
 	}
 	close(pfd[0]);
+	for (i = 0; i < lim->nr_parent_close; i++)
+		if (lim->parent_close[i] >= 0)
+			close(lim->parent_close[i]);
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	snprintf(val, sizeof(val), "%d", (int)child_pid);
 	if (write_str(path, val)) {

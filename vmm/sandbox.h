@@ -17,6 +17,8 @@ struct cgroup_limits {
 	uint64_t cpu_quota_us;		/* per 100 ms period; 0: no limit */
 	uint64_t memory_max;		/* bytes; 0: no limit */
 	uint64_t pids_max;		/* 0: no limit */
+	const int *parent_close;	/* fds the parent closes (-1: none) */
+	int nr_parent_close;
 };
 
 /*
