@@ -185,27 +185,28 @@ test('watchDir with recursive: true', async () => {
   const seen = [];
   const w = await sbx.files.watchDir('/tmp/rw', (e) => seen.push(e),
     { recursive: true });
+  const has = (name, type) => seen.some((e) => e.name === name && e.type === type);
   try {
-    await sbx.files.write('/tmp/rw/top.txt', 'top');
-    await sbx.files.write('/tmp/rw/old/deep/d.txt', 'deep');
+    await sbx.commands.run('echo top > /tmp/rw/top.txt');
+    await sbx.commands.run('echo deep > /tmp/rw/old/deep/d.txt');
     // a directory made after the watch began is watched too
     await sbx.files.makeDir('/tmp/rw/new');
-    await sleep(500);
-    await sbx.files.write('/tmp/rw/new/n.txt', 'new');
+    for (let i = 0; i < 40 && !has('new', 'create'); i++) await sleep(250);
+    await sbx.commands.run('echo new > /tmp/rw/new/n.txt');
     await sbx.commands.run('rm /tmp/rw/old/deep/d.txt');
-    const want = (name, type) => seen.some((e) => e.name === name && e.type === type);
     for (let i = 0; i < 40; i++) {
-      if (want('new/n.txt', 'write') && want('old/deep/d.txt', 'remove')) break;
+      if (has('new/n.txt', 'write') && has('old/deep/d.txt', 'remove')) break;
       await sleep(250);
     }
     const got = JSON.stringify(seen);
-    assert.ok(want('top.txt', 'create'), got);
-    assert.ok(want('old/deep/d.txt', 'create'), got);
-    assert.ok(want('old/deep/d.txt', 'write'), got);
-    assert.ok(want('new', 'create'), got);
-    assert.ok(want('new/n.txt', 'create'), got);
-    assert.ok(want('new/n.txt', 'write'), got);
-    assert.ok(want('old/deep/d.txt', 'remove'), got);
+    assert.ok(has('top.txt', 'create'), got);
+    assert.ok(has('top.txt', 'write'), got);
+    assert.ok(has('old/deep/d.txt', 'create'), got);
+    assert.ok(has('old/deep/d.txt', 'write'), got);
+    assert.ok(has('new', 'create'), got);
+    assert.ok(has('new/n.txt', 'create'), got);
+    assert.ok(has('new/n.txt', 'write'), got);
+    assert.ok(has('old/deep/d.txt', 'remove'), got);
   } finally {
     await w.stop();
   }
@@ -213,13 +214,14 @@ test('watchDir with recursive: true', async () => {
   const flat = [];
   const w2 = await sbx.files.watchDir('/tmp/rw', (e) => flat.push(e));
   try {
-    await sbx.files.write('/tmp/rw/old/deep/e.txt', 'deep');
-    await sbx.files.write('/tmp/rw/top2.txt', 'top');
+    await sbx.commands.run('echo deep > /tmp/rw/old/deep/e.txt');
+    await sbx.commands.run('echo top > /tmp/rw/top2.txt');
     for (let i = 0; i < 40 && !flat.some((e) => e.name === 'top2.txt'); i++) {
       await sleep(250);
     }
     assert.ok(flat.some((e) => e.name === 'top2.txt'), JSON.stringify(flat));
-    assert.ok(!flat.some((e) => e.name.includes('/')), JSON.stringify(flat));
+    assert.ok(!flat.some((e) => e.name.includes('/') || e.name === 'e.txt'),
+      JSON.stringify(flat));
   } finally {
     await w2.stop();
   }
