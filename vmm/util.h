@@ -18,7 +18,14 @@
 
 extern int vmm_verbose;
 
+/* Bounds of cube-vmm's own messages (see util.c). */
+#define VMM_LOG_RATE	10
+#define VMM_LOG_BURST	100
+#define VMM_LOG_MAX	(1 << 20)
+
 void vmm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Other bounds than the defaults (and a fresh count): for tests. */
+void vmm_log_set_limits(unsigned int rate, unsigned int burst, size_t max);
 #define pr_err(fmt, ...)	vmm_log("cube-vmm: " fmt "\n", ##__VA_ARGS__)
 #define pr_info(fmt, ...)	do { if (vmm_verbose) vmm_log("cube-vmm: " fmt "\n", ##__VA_ARGS__); } while (0)
 
