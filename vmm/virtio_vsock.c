@@ -725,68 +725,87 @@ static void process_conns(struct vsock *v)
 	}
 }
 
+/*
+ * One round of the I/O thread's work: wait up to @timeout_ms for events,
+ * handle them, then the queues and the connections.  False when the
+ * thread is told to stop or cannot wait.
+ */
+static bool vsock_round(struct vsock *v, int timeout_ms)
+{
+	struct virtio_mmio *t = &v->t;
+	struct epoll_event evs[64];
+	int n = epoll_wait(v->epoll_fd, evs, ARRAY_SIZE(evs), timeout_ms);
+	int i;
+
+	if (n < 0) {
+		if (errno != EINTR)
+			return false;
+		n = 0;
+	}
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < n; i++) {
+		uint64_t tag = evs[i].data.u64, cnt;
+		struct conn *c;
+
+		if (tag == EP_STOP) {
+			pthread_mutex_unlock(&t->lock);
+			return false;
+		}
+		if (tag == EP_KICK) {
+			if (read(v->kick_fd, &cnt, sizeof(cnt)) < 0) {
+				/* nothing to read */
+			}
+			continue;
+		}
+		if (tag == EP_LISTEN) {
+			host_accept(v);
+			continue;
+		}
+		if (tag >= VSOCK_MAX_CONNS)
+			continue;
+		c = &v->conns[tag];
+		if (c->state == CONN_FREE)
+			continue;
+		if (c->state == CONN_HOST_LINE) {
+			host_line(v, c);
+			continue;
+		}
+		if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			c->readable = true;
+	}
+	if (virtio_mmio_live(t)) {
+		process_tx(v);
+		process_conns(v);
+		process_rx(v);
+		process_conns(v);
+	} else {
+		for (i = 0; i < VSOCK_MAX_CONNS; i++)
+			if (v->conns[i].state != CONN_FREE &&
+			    v->conns[i].state != CONN_HOST_LINE)
+				conn_free(v, &v->conns[i]);
+		v->rst_len = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return true;
+}
+
 static void *vsock_thread(void *arg)
 {
 	struct vsock *v = arg;
 	struct virtio_mmio *t = &v->t;
-	struct epoll_event evs[64];
 
 	pthread_mutex_lock(&t->lock);
 	v->thread_running = true;
 	pthread_cond_broadcast(&v->running);
 	pthread_mutex_unlock(&t->lock);
-	for (;;) {
-		int n = epoll_wait(v->epoll_fd, evs, ARRAY_SIZE(evs), -1);
-		int i;
-
-		if (n < 0 && errno != EINTR)
-			break;
-		pthread_mutex_lock(&t->lock);
-		for (i = 0; i < n; i++) {
-			uint64_t tag = evs[i].data.u64, cnt;
-			struct conn *c;
-
-			if (tag == EP_STOP) {
-				pthread_mutex_unlock(&t->lock);
-				return NULL;
-			}
-			if (tag == EP_KICK) {
-				if (read(v->kick_fd, &cnt, sizeof(cnt)) < 0) {
-					/* nothing to read */
-				}
-				continue;
-			}
-			if (tag == EP_LISTEN) {
-				host_accept(v);
-				continue;
-			}
-			if (tag >= VSOCK_MAX_CONNS)
-				continue;
-			c = &v->conns[tag];
-			if (c->state == CONN_FREE)
-				continue;
-			if (c->state == CONN_HOST_LINE) {
-				host_line(v, c);
-				continue;
-			}
-			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-				c->readable = true;
-		}
-		if (virtio_mmio_live(t)) {
-			process_tx(v);
-			process_conns(v);
-			process_rx(v);
-			process_conns(v);
-		} else {
-			for (i = 0; i < VSOCK_MAX_CONNS; i++)
-				if (v->conns[i].state != CONN_FREE &&
-				    v->conns[i].state != CONN_HOST_LINE)
-					conn_free(v, &v->conns[i]);
-			v->rst_len = 0;
-		}
-		pthread_mutex_unlock(&t->lock);
-	}
+	while (vsock_round(v, -1))
+		;
 	return NULL;
+}
+
+void vsock_poll(struct virtio_mmio *t)
+{
+	vsock_round(t->priv, 0);
 }
 
 static void vsock_kick(struct vsock *v)

@@ -31,6 +31,11 @@ struct virtio_mmio *vsock_create(struct vm *vm, uint64_t base, uint32_t irq,
 				 uint64_t guest_cid, const char *uds_path,
 				 const char **err);
 int vsock_start(struct virtio_mmio *t);
+/*
+ * One round of the I/O thread's work without waiting, for a caller that
+ * runs the device without vsock_start() (the fuzzer); the lock not held.
+ */
+void vsock_poll(struct virtio_mmio *t);
 void vsock_destroy(struct virtio_mmio *t);
 
 /* Snapshot: the connection table (host streams are reset on restore). */
