@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <linux/virtio_vsock.h>
+
 #include "agent_proto.h"
 #include "fake_vm.h"
 #include "snapshot.h"
@@ -436,6 +438,76 @@ static void virtio_seeds(void)
 	seed("virtio", "net-tx-rx", "", 0, net, n);
 }
 
+/* A guest vsock packet header written at @gpa by an OP_MEM. */
+static size_t vsock_pkt(uint8_t *p, uint16_t gpa, uint32_t src_port,
+			uint32_t dst_port, uint16_t op, uint32_t len)
+{
+	struct virtio_vsock_hdr h = {
+		.src_cid = 3, .dst_cid = 2, .src_port = src_port,
+		.dst_port = dst_port, .len = len, .type = VIRTIO_VSOCK_TYPE_STREAM,
+		.op = op, .buf_alloc = 65536,
+	};
+
+	p[0] = 2;
+	p[1] = 3;
+	p[2] = gpa;
+	p[3] = gpa >> 8;
+	p[4] = sizeof(h);
+	memcpy(p + 5, &h, sizeof(h));
+	return 5 + sizeof(h);
+}
+
+/*
+ * vsock: the rings set up and RX buffers given; the host connects to guest
+ * port 1024 and the guest accepts (RESPONSE to the first local port); the
+ * host writes; the guest connects to host port 1234, which accepts, and
+ * writes "hello" on it; the host reads and closes; save and load.
+ */
+static void vsock_seed(void)
+{
+	static const uint8_t head[] = {
+		3, 3, 6,  3, 3, 7,  3, 3, 8,
+		4, 3, 0, 0, 0x00, 0x20, 0x00, 0x01, 1,
+		4, 3, 0, 0, 0x00, 0x21, 0x00, 0x01, 1,
+		11, 3, 0, 0, 0x00, 0x04,
+	};
+	static const uint8_t accept[] = {
+		4, 3, 1, 0, 0x00, 0x10, 44, 0, 0,
+		5, 3, 1,
+		12, 3, 0, 1, 'h', 'o', 's', 't', ' ', 'w', 'r', 'i', 't', 'e',
+		's', ' ', 'h', 'e', 'r', 'e',
+	};
+	static const uint8_t connect[] = {
+		4, 3, 1, 0, 0x00, 0x11, 44, 0, 0,
+		5, 3, 1,
+		15, 3, 1,
+	};
+	static const uint8_t write[] = {
+		2, 3, 0x2c, 0x12, 5, 'h', 'e', 'l', 'l', 'o',
+		4, 3, 1, 1, 0x00, 0x12, 44, 0, 0, 0x2c, 0x12, 5, 0, 0,
+		5, 3, 1,
+		13, 3, 1,
+		14, 3, 0, 0,
+		7, 3,
+		9, 3,
+	};
+	uint8_t p[512];
+	size_t n = 0;
+
+	memcpy(p, head, sizeof(head));
+	n += sizeof(head);
+	n += vsock_pkt(p + n, 0x1000, 1024, 1U << 30, VIRTIO_VSOCK_OP_RESPONSE, 0);
+	memcpy(p + n, accept, sizeof(accept));
+	n += sizeof(accept);
+	n += vsock_pkt(p + n, 0x1100, 5000, 1234, VIRTIO_VSOCK_OP_REQUEST, 0);
+	memcpy(p + n, connect, sizeof(connect));
+	n += sizeof(connect);
+	n += vsock_pkt(p + n, 0x1200, 5000, 1234, VIRTIO_VSOCK_OP_RW, 5);
+	memcpy(p + n, write, sizeof(write));
+	n += sizeof(write);
+	seed("virtio", "vsock-streams", "", 0, p, n);
+}
+
 /* --- E2B requests and bodies --- */
 
 /* An envd stream request: its JSON in one Connect envelope. */
@@ -567,6 +639,7 @@ int main(int argc, char **argv)
 	saved_state("saved-2vcpu-net", 2, SNAP_CFG_NET);
 	small_state();
 	virtio_seeds();
+	vsock_seed();
 	agent_client_seeds();
 	agent_session_seeds();
 	e2b_seeds();

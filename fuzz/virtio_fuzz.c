@@ -2,16 +2,18 @@
 /*
  * virtio_fuzz: a guest driver whose every move is the fuzzer's, against
  * cube-vmm's virtio-mmio transport (vmm/virtio_mmio.c), its virtqueues
- * (vmm/virtq.c) and the rng, blk and net devices behind them.  The input
- * is a program of operations: register writes and reads at any offset and
- * width, bytes written into guest memory, a queue set up at a known place
- * and descriptor chains published in it, queue notifies, resets, frames
- * arriving for the guest's network card, and a transport saved and loaded
- * back (its own state must load, and save again to the same) or loaded
- * from the fuzzer's bytes as a snapshot would.  Guest memory is a heap
- * allocation, so the sanitizer sees any access past it.
- *
- * vsock is not driven here: it works in its own I/O thread.
+ * (vmm/virtq.c) and the rng, blk, net and vsock devices behind them.  The
+ * input is a program of operations: register writes and reads at any
+ * offset and width, bytes written into guest memory, a queue set up at a
+ * known place and descriptor chains published in it, queue notifies,
+ * resets, frames arriving for the guest's network card, the host's side
+ * of vsock (connections made with any CONNECT line, written, read, shut
+ * and closed; the guest's connections to a host port accepted), and a
+ * transport saved and loaded back (its own state must load, and save again
+ * to the same) or loaded from the fuzzer's bytes as a snapshot would.
+ * The vsock I/O thread's rounds run in between (vsock_poll()), so guest
+ * packets and host events interleave as the program says.  Guest memory
+ * is a heap allocation, so the sanitizer sees any access past it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_mmio.h>
@@ -30,18 +33,22 @@
 #include "virtio_mmio.h"
 #include "virtio_net.h"
 #include "vm.h"
+#include "vsock.h"
 
 #define GUEST_MEM	(64 * 1024)
 #define QUEUE_AREA	0x8000		/* where SETUP puts the rings */
 #define QUEUE_SIZE	0x400		/* one queue's rings */
-#define NR_DEVS		3
-#define NR_Q		2
+#define NR_DEVS		4
+#define NR_Q		3
+#define NR_HOST		8		/* host-side vsock sockets at once */
+#define GUEST_PORT	1234		/* the host port guests may connect to */
 
-enum { DEV_RNG, DEV_BLK, DEV_NET };
+enum { DEV_RNG, DEV_BLK, DEV_NET, DEV_VSOCK };
 
 enum op {
 	OP_WRITE, OP_READ, OP_MEM, OP_SETUP, OP_CHAIN, OP_NOTIFY, OP_NET_RX,
-	OP_POLL, OP_RESET, OP_SAVE_LOAD, OP_LOAD, NR_OPS
+	OP_POLL, OP_RESET, OP_SAVE_LOAD, OP_LOAD, OP_HOST_CONNECT,
+	OP_HOST_WRITE, OP_HOST_READ, OP_HOST_CLOSE, OP_HOST_ACCEPT, NR_OPS
 };
 
 struct qlayout {
@@ -58,6 +65,11 @@ static struct virtio_mmio *devs[NR_DEVS];
 static int net_peer = -1;	/* frames for the guest go in here */
 static int net_dev_fd = -1;	/* the device's end, drained between inputs */
 static struct qlayout layout[NR_DEVS][NR_Q];
+static char vsock_dir[64];
+static struct sockaddr_un vsock_uds;	/* where the host connects */
+static char guest_port_path[128];
+static int guest_port_fd = -1;		/* the host service guests reach */
+static int host[NR_HOST];
 
 /* The VMM's log: the guest's mistakes are expected here, by the million. */
 void vmm_log(const char *fmt, ...)
@@ -68,6 +80,28 @@ static void die(const char *what)
 {
 	perror(what);
 	exit(1);
+}
+
+static void cleanup(void)
+{
+	unlink(vsock_uds.sun_path);
+	unlink(guest_port_path);
+	rmdir(vsock_dir);
+}
+
+static void listen_guest_port(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	snprintf(guest_port_path, sizeof(guest_port_path), "%s_%u",
+		 vsock_uds.sun_path, GUEST_PORT);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", guest_port_path);
+	guest_port_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK |
+			       SOCK_CLOEXEC, 0);
+	if (guest_port_fd < 0 ||
+	    bind(guest_port_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(guest_port_fd, 64))
+		die("guest port");
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -104,10 +138,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	net_peer = sv[1];
 	devs[DEV_NET] = virtio_net_create(&vm, VM_MMIO_BASE + 2 * VM_MMIO_STRIDE,
 					  7, sv[0], mac, &err);
-	if (!devs[DEV_RNG] || !devs[DEV_BLK] || !devs[DEV_NET]) {
+	snprintf(vsock_dir, sizeof(vsock_dir), "/tmp/cube-fuzz-vsock.XXXXXX");
+	if (!mkdtemp(vsock_dir))
+		die("mkdtemp");
+	vsock_uds.sun_family = AF_UNIX;
+	snprintf(vsock_uds.sun_path, sizeof(vsock_uds.sun_path), "%s/v.sock",
+		 vsock_dir);
+	atexit(cleanup);
+	devs[DEV_VSOCK] = vsock_create(&vm, VM_MMIO_BASE + 3 * VM_MMIO_STRIDE,
+				       8, 3, vsock_uds.sun_path, &err);
+	if (!devs[DEV_RNG] || !devs[DEV_BLK] || !devs[DEV_NET] ||
+	    !devs[DEV_VSOCK]) {
 		fprintf(stderr, "virtio_fuzz: devices: %s\n", err);
 		exit(1);
 	}
+	listen_guest_port();
+	for (i = 0; i < NR_HOST; i++)
+		host[i] = -1;
 	return 0;
 }
 
@@ -236,6 +283,99 @@ static void load(struct fuzz_in *in, struct virtio_mmio *t)
 	pthread_mutex_unlock(&t->lock);
 }
 
+static void host_add(int fd)
+{
+	unsigned int i;
+
+	for (i = 0; i < NR_HOST; i++) {
+		if (host[i] < 0) {
+			host[i] = fd;
+			return;
+		}
+	}
+	close(fd);
+}
+
+/* The host's side of vsock: what cube's agent client does, and worse. */
+static void host_op(uint8_t op, struct fuzz_in *in)
+{
+	unsigned int i = fuzz_u8(in) % NR_HOST;
+	char buf[4096], line[40];
+	size_t n;
+	int fd;
+
+	switch (op) {
+	case OP_HOST_CONNECT:
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			abort();
+		if (connect(fd, (struct sockaddr *)&vsock_uds, sizeof(vsock_uds))) {
+			close(fd);	/* backlog full: the VMM has not accepted */
+			return;
+		}
+		if (fuzz_u8(in) & 1) {
+			/* any line, up to a newline */
+			if (!fuzz_line(in, line, sizeof(line) - 1))
+				line[0] = 0;
+			n = strlen(line);
+			line[n++] = '\n';
+		} else {
+			n = snprintf(line, sizeof(line), "CONNECT %u\n",
+				     fuzz_u16(in));
+		}
+		if (send(fd, line, n, MSG_NOSIGNAL) < 0)
+			abort();
+		host_add(fd);
+		break;
+	case OP_HOST_WRITE:
+		n = fuzz_u8(in) * 16;
+		if (n > in->left)
+			n = in->left;
+		if (host[i] >= 0 &&
+		    send(host[i], in->p, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+		    errno != EAGAIN && errno != EPIPE && errno != ECONNRESET)
+			abort();
+		in->p += n;
+		in->left -= n;
+		break;
+	case OP_HOST_READ:
+		if (host[i] >= 0)
+			while (recv(host[i], buf, sizeof(buf), MSG_DONTWAIT) > 0)
+				;
+		break;
+	case OP_HOST_CLOSE:
+		if (host[i] < 0)
+			break;
+		if (fuzz_u8(in) & 1) {
+			shutdown(host[i], SHUT_WR);
+		} else {
+			close(host[i]);
+			host[i] = -1;
+		}
+		break;
+	case OP_HOST_ACCEPT:
+		fd = accept4(guest_port_fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0)
+			host_add(fd);
+		break;
+	}
+}
+
+static void host_close_all(void)
+{
+	unsigned int i;
+	int fd;
+
+	for (i = 0; i < NR_HOST; i++) {
+		if (host[i] >= 0)
+			close(host[i]);
+		host[i] = -1;
+	}
+	while ((fd = accept4(guest_port_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		close(fd);
+}
+
 static void run(struct fuzz_in *in)
 {
 	uint8_t op = fuzz_u8(in) % NR_OPS;
@@ -270,13 +410,15 @@ static void run(struct fuzz_in *in)
 		break;
 	case OP_SETUP:
 		v = fuzz_u8(in);
-		setup(d, v % NR_Q, 1u << (v / NR_Q % 5));	/* 1..16 */
+		setup(d, v % t->ops->nr_queues, 1u << (v / NR_Q % 5)); /* 1..16 */
 		break;
 	case OP_CHAIN:
-		chain(in, d, fuzz_u8(in) % NR_Q);
+		chain(in, d, fuzz_u8(in) % t->ops->nr_queues);
 		break;
 	case OP_NOTIFY:
 		reg_write(t, VIRTIO_MMIO_QUEUE_NOTIFY, fuzz_u8(in) % 4);
+		if (d == DEV_VSOCK)
+			vsock_poll(t);	/* a notify only wakes its thread */
 		break;
 	case OP_NET_RX:
 		n = fuzz_u8(in) * 8;
@@ -291,6 +433,7 @@ static void run(struct fuzz_in *in)
 		pthread_mutex_lock(&devs[DEV_NET]->lock);
 		virtio_net_poll(devs[DEV_NET]);
 		pthread_mutex_unlock(&devs[DEV_NET]->lock);
+		vsock_poll(devs[DEV_VSOCK]);
 		break;
 	case OP_RESET:
 		reg_write(t, VIRTIO_MMIO_STATUS, 0);
@@ -303,6 +446,10 @@ static void run(struct fuzz_in *in)
 	case OP_LOAD:
 		load(in, t);
 		break;
+	default:
+		host_op(op, in);
+		vsock_poll(devs[DEV_VSOCK]);
+		break;
 	}
 }
 
@@ -314,11 +461,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(vm.mem.host, 0, GUEST_MEM);
 	memset(layout, 0, sizeof(layout));
 	drain_net();
+	/* the last input's host sockets go; the device drops what it had */
+	host_close_all();
+	vsock_poll(devs[DEV_VSOCK]);
 	for (i = 0; i < NR_DEVS; i++) {
 		reg_write(devs[i], VIRTIO_MMIO_STATUS, 0);
 		if (reg_read(devs[i], VIRTIO_MMIO_MAGIC_VALUE) != 0x74726976)
 			abort();	/* "virt" */
 	}
+	vsock_poll(devs[DEV_VSOCK]);
 	while (in.left)
 		run(&in);
 	return 0;
