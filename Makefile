@@ -167,19 +167,31 @@ benchmarks: all
 	ln -sf $$(realpath $(GUEST_OUT)/rootfs.ext4) $(TOP)/build/bench-native/demo/rootfs.ext4
 	{ bench/clone_bench; \
 	  CUBE_KERNEL=$${CUBE_KERNEL:-/boot/vmlinuz-$(KVER)} bench/sandbox_bench.sh $(TOP)/build/bench-native/demo; \
-	  bench/vmm_bench -k $${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)}; } 2>&1 | tee $(TOP)/build/bench-native/run.log
+	  bench/vmm_bench -k $${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)}; \
+	  for f in latency_sdk:pool=0 latency_sdk:pool=1 net_setup net_create net_data; do \
+		echo "bench: missing=$$f reason=\"in the test machine only (bench/sdk_bench.sh; make vmtest T=bench:net_bench.sh)\""; \
+	  done; } 2>&1 | tee $(TOP)/build/bench-native/run.log
 	bench/report.sh $(TOP)/build/bench-native/run.log kvm
 else
 # Three L1 boots: the bench group (TIMEOUT bounds it whatever happens; STALL
-# above sandbox_bench.sh's own 900 s deadline, which ends a hung run cleanly), then
-# the E2B SDK's latency with a warm pool and without one; the figures of all
-# go to build/bench/<date>-<commit>/.
+# under it, above sandbox_bench.sh's own 1320 s deadline, which ends a hung
+# run cleanly), then the E2B SDK's latency with a warm pool and without one
+# (each bounded by BENCH_SDK_TIMEOUT); the figures of all go to
+# build/bench/<date>-<commit>/.  The environment's BENCH_* settings reach
+# L1's benchmarks through its command line (cube.bench_*, commas for
+# spaces) and the SDK's directly.  On this 2-core build machine the whole
+# takes about 40 minutes.
 BENCH_VMTEST_DIR := $(TOP)/build/vmtest-bench
 benchmarks:
-	st=0; $(MAKE) -C selftests/qemu run T=bench MEM=6144 TIMEOUT=$${BENCH_TIMEOUT:-1500} STALL=1000 \
-		VMTEST_DIR=$(BENCH_VMTEST_DIR) || st=$$?; \
+	st=0; app=$$(env | awk -F= '/^BENCH_/ && $$1 !~ /TIMEOUT$$/ { \
+		v = substr($$0, length($$1) + 2); gsub(/ /, ",", v); \
+		printf " cube.bench_%s=%s", tolower(substr($$1, 7)), v }'); \
+	$(MAKE) -C selftests/qemu run T=bench MEM=6144 TIMEOUT=$${BENCH_TIMEOUT:-1800} STALL=1500 \
+		VMTEST_DIR=$(BENCH_VMTEST_DIR) L1_APPEND="$${L1_APPEND:-}$$app" || st=$$?; \
 	cp $(BENCH_VMTEST_DIR)/results.log $(TOP)/build/bench-run.log; \
-	TIMEOUT=$${BENCH_SDK_TIMEOUT:-900} bench/sdk_bench.sh 2>&1 | tee -a $(TOP)/build/bench-run.log || st=$$?; \
+	{ TIMEOUT=$${BENCH_SDK_TIMEOUT:-900} bench/sdk_bench.sh 2>&1 || \
+		echo "# make benchmarks: bench/sdk_bench.sh failed"; } | tee -a $(TOP)/build/bench-run.log; \
+	grep -q '^# make benchmarks: bench/sdk_bench.sh failed' $(TOP)/build/bench-run.log && st=1; \
 	bench/report.sh $(TOP)/build/bench-run.log emulated; exit $$st
 endif
 

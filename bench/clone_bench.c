@@ -233,6 +233,10 @@ static void report(const char *name, struct sample *s, int n)
 	printf("# %-15s %9.2f %9.2f %9ld %9llu %9llu\n", name, ms[n / 2],
 	       ms[0], s[n - 1].minflt, (unsigned long long)s[n - 1].faults,
 	       (unsigned long long)s[n - 1].private_pages);
+	printf("bench: figure=clone variant=%s median_ms=%.2f minflt=%ld clone_faults=%llu private_pages=%llu\n",
+	       name, ms[n / 2], s[n - 1].minflt,
+	       (unsigned long long)s[n - 1].faults,
+	       (unsigned long long)s[n - 1].private_pages);
 }
 
 int main(int argc, char **argv)

@@ -106,6 +106,7 @@ cn=$(median < "$work/cold-benchnet") c0=$(median < "$work/cold-benchnone")
 wn=$(median < "$work/warm-benchnet") w0=$(median < "$work/warm-benchnone")
 echo "# create to first command, no pool: network $cn ms, none $c0 ms (x$(echo "$cn $c0" | awk '{ printf "%.2f", $1 / $2 }')), median of $N"
 echo "# create to first command, warm pool: network $wn ms, none $w0 ms (x$(echo "$wn $w0" | awk '{ printf "%.2f", $1 / $2 }')), median of $N"
+echo "bench: figure=net_create runs=$N no_pool_net_ms=$cn no_pool_none_ms=$c0 pool_net_ms=$wn pool_none_ms=$w0"
 
 # the data path, with and without the egress program
 probe='
@@ -139,3 +140,4 @@ off_t=$1 off_50=$2 off_95=$3
 $C kill "$id" >/dev/null
 echo "# guest to internet, TCP: $on_t MB/s with the egress program, $off_t MB/s without (x$(echo "$on_t $off_t" | awk '{ printf "%.2f", $1 / $2 }'))"
 echo "# guest to internet, UDP round trip: p50 $on_50 us / p95 $on_95 us with, p50 $off_50 us / p95 $off_95 us without (x$(echo "$on_50 $off_50" | awk '{ printf "%.2f", $1 / $2 }'))"
+echo "bench: figure=net_data tcp_mbs_egress=$on_t tcp_mbs_none=$off_t udp_rtt_p50_us_egress=$on_50 udp_rtt_p95_us_egress=$on_95 udp_rtt_p50_us_none=$off_50 udp_rtt_p95_us_none=$off_95"

@@ -68,6 +68,9 @@ static int setup(unsigned int n)
 	printf("# network set-up per sandbox (namespace, tap, veth, NAT, egress program): p50 %.1f ms, p95 %.1f ms, max %.1f ms (%u)\n",
 	       ms[n / 2], ms[(n * 95) / 100 < n ? (n * 95) / 100 : n - 1],
 	       ms[n - 1], n);
+	printf("bench: figure=net_setup runs=%u p50_ms=%.1f p95_ms=%.1f max_ms=%.1f\n",
+	       n, ms[n / 2], ms[(n * 95) / 100 < n ? (n * 95) / 100 : n - 1],
+	       ms[n - 1]);
 	free(ms);
 	return 0;
 }

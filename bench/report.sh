@@ -53,6 +53,25 @@ slope=$(awk '$1 == "memory_idle" {
 }' "$out/figures.txt")
 [ -n "$slope" ] && echo "$slope" >> "$out/figures.txt"
 
+# The rows of a full run: each one missing gets a row that says why, from
+# a "bench: missing=NAME[:KEY=VALUE] reason=..." line of the run where a
+# benchmark said why it left it out, else that the log has no such figure.
+sed -n 's/^[[:space:]]*bench: missing=//p' "$log" > "$out/missing.txt"
+for want in clone restore_cube_first boot_cube_vmm boot_qemu_microvm \
+	boot_ratio_cube_vmm_over_qemu restore_cube restore_no_cube \
+	template_build restore_counts \
+	latency_cubectl:pool=0 latency_cubectl:pool=1 idle_cost idle_exits \
+	memory_idle memory_slope guest_timer idle_guest idle_host_exits \
+	density density_no_cube density_ratio latency_sdk:pool=0 \
+	latency_sdk:pool=1 net_setup net_create net_data; do
+	name=${want%%:*} key=
+	[ "$name" = "$want" ] || key=${want#*:}
+	awk -v n="$name" -v k="$key" '$1 == n && (k == "" || index($0, " " k " ")) { f = 1 }
+		END { exit !f }' "$out/figures.txt" && continue
+	why=$(awk -v w="$want" '$1 == w { sub(/^[^ ]+ +reason=/, ""); gsub(/"/, ""); print; exit }' "$out/missing.txt")
+	echo "$name${key:+ $key} not_run=\"${why:-no such figure in the run's log (see run.log)}\"" >> "$out/figures.txt"
+done
+
 # JSON: the machine, then one object per figure line; numbers stay numbers
 awk -v machine="$machine" -v what="$what" -v kernel="$kernel" \
     -v cpu="$cpu ($ncpu CPUs)" -v commit="$commit" -v date="$stamp" '

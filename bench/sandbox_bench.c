@@ -19,6 +19,12 @@
  *	sandbox_bench ... -m N [-m N]...	(memory per idle sandbox)
  *	sandbox_bench ... -D MIB [-x MAX]	(density in a memory budget)
  *	sandbox_bench ... -T SECONDS		(stop, cleanly, after that long)
+ *	sandbox_bench ... -r ROUNDS -L SECONDS	(more batches where time allows)
+ *
+ * -r: at least ROUNDS batches at each concurrency (-n 50 -r 4 makes 50 runs
+ * at concurrency 1 and 200 at 50), but -L: no batch starts once a level has
+ * run SECONDS (after its first), so a slow machine measures fewer; the
+ * figure says how many runs it has.
  *
  * -P: the template has a warm pool (cubectl pool set, filled by cubed):
  * before each batch the program waits until the pool holds as many ready
@@ -56,7 +62,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,6 +100,8 @@ static double now_ms(void)
 
 /* Run argv; its stdout into @out when given (the rest is read and
  * dropped).  Exit status. */
+static bool run_quiet;		/* run(): the program's stderr to /dev/null */
+
 static int run(char *const argv[], char *out, size_t outlen)
 {
 	posix_spawn_file_actions_t fa;
@@ -105,6 +115,9 @@ static int run(char *const argv[], char *out, size_t outlen)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
 	posix_spawn_file_actions_addclose(&fa, pfd[0]);
+	if (run_quiet)
+		posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
+						 O_WRONLY, 0);
 	r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(pfd[1]);
@@ -255,8 +268,14 @@ static void kill_ours(void)
 		if (!found)
 			return;
 		argv[n] = NULL;
+		/*
+		 * after the first pass, what is listed is mostly on its way
+		 * out already ("not found", "already in progress"): quiet
+		 */
+		run_quiet = tries > 0;
 		if (n > 2)
 			run(argv, NULL, 0);
+		run_quiet = false;
 		sleep(1);
 	}
 }
@@ -553,9 +572,53 @@ static int mem_stats(struct cube_mem_stats *ms)
 
 /* what the VMMs of @s cost themselves, averaged (KiB; threads a count) */
 struct vmm_cost {
-	int seen;
+	int seen, clones;
 	long rss, anon, pte, threads, minflt, exits;
+	long long faults, cow_faults, around;
 };
+
+/*
+ * The counters of the clone the VMM @pid maps its guest's memory from: a
+ * copy of its clone fd (pidfd_getfd, root) asked CUBE_IOC_CLONE_COUNTERS.
+ * -1 when it has none (a --no-cube VMM) or the kernel does not let us.
+ */
+static int vmm_clone_counters(pid_t pid, struct cube_clone_counters *cc)
+{
+	char dir[64], path[PATH_MAX], link[256];
+	struct dirent *d;
+	int pidfd, ret = -1;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	dp = opendir(dir);
+	if (!dp)
+		return -1;
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	while (pidfd >= 0 && ret && (d = readdir(dp))) {
+		ssize_t l;
+		int fd;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		l = readlink(path, link, sizeof(link) - 1);
+		if (l <= 0)
+			continue;
+		link[l] = 0;
+		if (!strstr(link, "cube-clone"))
+			continue;
+		fd = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(d->d_name), 0);
+		if (fd < 0)
+			continue;
+		if (!ioctl(fd, CUBE_IOC_CLONE_COUNTERS, cc))
+			ret = 0;
+		close(fd);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	closedir(dp);
+	return ret;
+}
 
 static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 {
@@ -577,6 +640,16 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 		c->pte += proc_value(pid, "VmPTE:");
 		c->threads += proc_value(pid, "Threads:");
 		c->minflt += proc_minflt(pid);
+		{
+			struct cube_clone_counters cc;
+
+			if (!vmm_clone_counters(pid, &cc)) {
+				c->faults += cc.faults;
+				c->cow_faults += cc.cow_faults;
+				c->around += cc.around;
+				c->clones++;
+			}
+		}
 		if (cube_sandbox_path(path, sizeof(path), s[i].id, "control") == 0 &&
 		    cube_control(path, "status\n", reply, sizeof(reply)) == 0 &&
 		    (e = strstr(reply, "exits=")))
@@ -591,6 +664,11 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 		c->minflt /= c->seen;
 		c->exits /= c->seen;
 	}
+	if (c->clones) {
+		c->faults /= c->clones;
+		c->cow_faults /= c->clones;
+		c->around /= c->clones;
+	}
 }
 
 static void report_idle(struct sample *s, int n, int conc)
@@ -602,14 +680,18 @@ static void report_idle(struct sample *s, int n, int conc)
 	if (c.seen)
 		printf("#   per idle sandbox (%d measured): VMM RSS %ld KiB, VMM minor faults %ld, VM exits %ld\n",
 		       c.seen, c.rss, c.minflt, c.exits);
+	if (c.clones)
+		printf("#   per clone (%d read): %lld faults it handled, %lld private copies, %lld pages mapped around faults\n",
+		       c.clones, c.faults, c.cow_faults, c.around);
 	if (mem_stats(&ms) == 0 && ms.clones)
 		printf("#   module: %" PRIu64 " clones, %" PRIu64 " private pages per clone, %" PRIu64 " shared pages in %" PRIu64 " snapshots\n",
 		       (uint64_t)ms.clones, (uint64_t)(ms.private_pages / ms.clones),
 		       (uint64_t)ms.shared_pages, (uint64_t)ms.snapshots);
 	else
 		printf("#   module: no clones (restores use the file fallback)\n");
-	printf("bench: figure=restore_counts concurrency=%d measured=%d vm_exits=%ld vmm_minflt=%ld clone_private_pages=%" PRIu64 "\n",
-	       conc, c.seen, c.exits, c.minflt,
+	printf("bench: figure=restore_counts pool=%d concurrency=%d measured=%d vm_exits=%ld vmm_minflt=%ld clone_faults=%lld clone_cow_faults=%lld clone_private_pages=%" PRIu64 "\n",
+	       use_pool, conc, c.seen, c.exits, c.minflt,
+	       c.clones ? c.faults : -1LL, c.clones ? c.cow_faults : -1LL,
 	       (uint64_t)(ms.clones ? ms.private_pages / ms.clones : 0));
 }
 
@@ -652,15 +734,28 @@ static void print_samples(const char *name, int conc, const double *v, int n)
 	printf("\n");
 }
 
+static int min_rounds = 1;	/* -r */
+static int level_s;		/* -L, 0: no bound */
+
 static int level(const char *tmpl, int conc, int samples)
 {
 	int rounds = (samples + conc - 1) / conc;
+	double t0 = now_ms();
 	struct sample *all = calloc((size_t)conc * rounds, sizeof(*all));
 	double *c = calloc((size_t)conc * rounds, sizeof(double));
 	double *e = calloc((size_t)conc * rounds, sizeof(double));
 	double *t = calloc((size_t)conc * rounds, sizeof(double));
 	int r, i, n = 0, failed = 0, ret;
 
+	if (rounds < min_rounds) {
+		rounds = min_rounds;
+		all = realloc(all, (size_t)conc * rounds * sizeof(*all));
+		c = realloc(c, (size_t)conc * rounds * sizeof(double));
+		e = realloc(e, (size_t)conc * rounds * sizeof(double));
+		t = realloc(t, (size_t)conc * rounds * sizeof(double));
+		if (all)
+			memset(all, 0, (size_t)conc * rounds * sizeof(*all));
+	}
 	if (!all || !c || !e || !t) {
 		ret = -ENOMEM;
 		goto out;
@@ -669,6 +764,12 @@ static int level(const char *tmpl, int conc, int samples)
 		struct sample *b = all + (size_t)r * conc;
 		int got;
 
+		if (r && level_s && now_ms() - t0 > level_s * 1000.0) {
+			printf("# concurrency %d: %d of %d batches in %d s, no more\n",
+			       conc, r, rounds, level_s);
+			rounds = r;
+			break;
+		}
 		if (use_pool && (ret = wait_pool(tmpl, conc))) {
 			printf("# pool %s did not hold %d ready sandboxes: %s\n",
 			       tmpl, conc, strerror(-ret));
@@ -678,7 +779,8 @@ static int level(const char *tmpl, int conc, int samples)
 		got = batch(tmpl, b, conc);
 
 		failed += conc - got;
-		if (r == rounds - 1 && !stopping)
+		if ((r == rounds - 1 || (level_s && now_ms() - t0 > level_s * 1000.0)) &&
+		    !stopping)
 			report_idle(b, got, conc);
 		for (i = 0; i < got; i++) {
 			if (!b[i].ok) {
@@ -857,7 +959,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	char found[PATH_MAX];
 
-	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:T:gP")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:T:r:L:gP")) != -1) {
 		switch (opt) {
 		case 't':
 			tmpl = optarg;
@@ -895,6 +997,12 @@ int main(int argc, char **argv)
 		case 'T':
 			limit = atoi(optarg);
 			break;
+		case 'r':
+			min_rounds = atoi(optarg);
+			break;
+		case 'L':
+			level_s = atoi(optarg);
+			break;
 		case 'g':
 			use_cgroup = true;
 			break;
@@ -902,12 +1010,13 @@ int main(int argc, char **argv)
 			cubectl = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX]] [-T SECONDS] [-g] [-P] [-C CUBECTL]\n");
+			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX]] [-T SECONDS] [-r ROUNDS] [-L SECONDS] [-g] [-P] [-C CUBECTL]\n");
 			return 2;
 		}
 	}
-	if (samples < 1 || max < 1 || max > MAX_LIVE || budget < 0) {
-		fprintf(stderr, "sandbox_bench: -n must be at least 1, -x 1..%d, -D not negative\n",
+	if (samples < 1 || max < 1 || max > MAX_LIVE || budget < 0 ||
+	    min_rounds < 1 || min_rounds > 100 || level_s < 0) {
+		fprintf(stderr, "sandbox_bench: -n must be at least 1, -x 1..%d, -D not negative, -r 1..100, -L not negative\n",
 			MAX_LIVE);
 		return 2;
 	}
@@ -945,7 +1054,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("# template %s, cubectl %s\n", tmpl, cubectl);
 	for (i = 0; i < nl && !stopping; i++) {
-		printf("# latency: %d runs at concurrency %d\n", samples, levels[i]);
+		int want = (samples + levels[i] - 1) / levels[i];
+
+		if (want < min_rounds)
+			want = min_rounds;
+		printf("# latency: %d runs at concurrency %d%s\n", want * levels[i],
+		       levels[i], level_s ? " (fewer if time runs out)" : "");
 		ret |= level(tmpl, levels[i], samples) != 0;
 	}
 	for (i = 0; i < nm && !stopping; i++)

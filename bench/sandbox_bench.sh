@@ -9,14 +9,21 @@
 #
 #   * latency: create to ready and the first command, at each concurrency
 #     of $BENCH_CONCURRENCY (default "1 50"), $BENCH_SAMPLES runs each
-#     (default 50), without a pool, then (BENCH_POOL=1, the default) from
-#     a warm pool as large as the largest concurrency, kept full by cubed;
-#   * memory: $BENCH_MEM_N (default "1 10 30") idle sandboxes at once, per
+#     (default 50) but at least $BENCH_ROUNDS batches (default 4: 200 runs
+#     at concurrency 50), no batch started after a level has run
+#     $BENCH_LEVEL_S seconds (default 150; the figure says how many runs),
+#     without a pool, then (BENCH_POOL=1, the default) from a warm pool as
+#     large as the largest concurrency, kept full by cubed; per restore,
+#     the VM exits, the VMM's page faults and its clone's (faults, copies);
+#   * memory: $BENCH_MEM_N (default "1 10 50") idle sandboxes at once, per
 #     sandbox: host memory, cgroup, guest private pages, VMM overhead;
 #   * what an idle guest does: one sandbox idles $BENCH_PROBE_S seconds
 #     (default 20; 0 leaves this out) while the guest kernel traces its
 #     timers, work items and interrupts; the most frequent are listed, with
-#     their rate (the wakeups that cost VM exits while nothing runs);
+#     their rate (the wakeups that cost VM exits while nothing runs), with
+#     the guest's timer device and APIC mode, and meanwhile this kernel's
+#     trace of the same VM: its exits by reason and the APIC registers and
+#     MSRs written;
 #   * density: idle sandboxes made until they use $BENCH_DENSITY_MIB
 #     (default 512; 0 leaves this out) of host memory, at most
 #     $BENCH_DENSITY_MAX (default 200), once onto /dev/cube clones and once
@@ -29,7 +36,7 @@
 # cube.bench_samples=10 cube.bench_concurrency=1,10 and so on (commas for
 # spaces), through L1_APPEND.
 #
-# The whole run stops itself after $BENCH_DEADLINE seconds (default 900),
+# The whole run stops itself after $BENCH_DEADLINE seconds (default 1320),
 # below the harness's bound on the bench group.  Whatever way it ends
 # (done, failed, SIGTERM/SIGINT/SIGHUP) it leaves nothing: no sandbox, VMM,
 # namespace, cgroup, template or state file, and so no reference to cube.ko.
@@ -52,7 +59,7 @@ for a in $(cat /proc/cmdline); do
 	esac
 done
 start=$(cut -d' ' -f1 /proc/uptime)
-deadline=${BENCH_DEADLINE:-900}
+deadline=${BENCH_DEADLINE:-1320}
 
 child=
 beat=
@@ -108,6 +115,12 @@ cleanup() {
 		i=$((i + 1))
 	done
 	$C template rm $T >/dev/null 2>&1
+	# the host's KVM trace of the idle probe, if it was on
+	if [ -n "${ht:-}" ] && [ -d "$ht/events/kvm" ]; then
+		for e in kvm_exit kvm_apic kvm_msr kvm_mmio kvm_pio; do
+			echo 0 > "$ht/events/kvm/$e/enable" 2>/dev/null
+		done
+	fi
 	for g in /sys/fs/cgroup/cube-bench.*; do
 		[ -d "$g" ] && rmdir "$g" 2>/dev/null
 	done
@@ -143,11 +156,11 @@ t1=$(cut -d' ' -f1 /proc/uptime)
 echo "# template build (boot to agent ready, then snapshot): $(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }') s"
 echo "bench: figure=template_build seconds=$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')"
 
-args=
+args="-r ${BENCH_ROUNDS:-4} -L ${BENCH_LEVEL_S:-150}"
 for c in ${BENCH_CONCURRENCY:-1 50}; do
 	args="$args -c $c"
 done
-for n in ${BENCH_MEM_N:-1 10 30}; do
+for n in ${BENCH_MEM_N:-1 10 50}; do
 	args="$args -m $n"
 done
 rc=0
@@ -161,6 +174,7 @@ if [ "${BENCH_POOL:-1}" = 1 ]; then
 		[ "$c" -gt "$size" ] && size=$c
 		pargs="$pargs -c $c"
 	done
+	pargs="$pargs -r ${BENCH_ROUNDS:-4} -L ${BENCH_LEVEL_S:-150}"
 	"$dir/cubed" --no-api > "$work/cubed.log" 2>&1 &
 	cubed=$!
 	if $C pool set $T --size "$size" >/dev/null; then
@@ -175,6 +189,8 @@ if [ "${BENCH_POOL:-1}" = 1 ]; then
 	wait "$cubed" 2>/dev/null
 	cubed=
 	sed 's/^/# cubed: /' "$work/cubed.log" | tail -n 5
+else
+	echo 'bench: missing=latency_cubectl:pool=1 reason="BENCH_POOL=0"'
 fi
 
 # what an idle guest still does: its kernel's trace of timers that fired,
@@ -182,6 +198,19 @@ fi
 probe_s=${BENCH_PROBE_S:-20}
 if [ "$probe_s" -gt 0 ] && id=$($C create --template $T 2>/dev/null); then
 	$C exec "$id" -- true >/dev/null 2>&1
+	# the guest's timer device, clock source and CPU flags: what its kernel
+	# programs its timer through (lapic-deadline: an MSR write; lapic: the
+	# APIC's initial count, an MSR in x2APIC mode, MMIO in xAPIC mode)
+	$C exec "$id" -- sh -c 'cat /sys/devices/system/clockevents/clockevent0/current_device \
+		/sys/devices/system/clocksource/clocksource0/current_clocksource; grep -m 1 "^flags" /proc/cpuinfo' \
+		> "$work/guest-timer" 2>/dev/null
+	awk 'NR == 1 { ce = $1 } NR == 2 { cs = $1 } /^flags/ {
+		for (i = 1; i <= NF; i++) { if ($i == "x2apic") x2 = 1; if ($i == "tsc_deadline_timer") dl = 1 }
+	} END {
+		if (ce == "") exit
+		printf "# idle guest: timer %s, clock source %s, x2APIC %s, TSC deadline %s\n", ce, cs, x2 ? "yes" : "no", dl ? "yes" : "no"
+		printf "bench: figure=guest_timer clockevent=%s clocksource=%s x2apic=%d tsc_deadline=%d\n", ce, cs, x2, dl
+	}' "$work/guest-timer"
 	$C exec "$id" -- sh -c '
 t=/sys/kernel/tracing
 [ -w $t/trace ] || mount -t tracefs tracefs $t 2>/dev/null
@@ -192,8 +221,50 @@ for e in timer/timer_expire_entry timer/hrtimer_expire_entry \
 	echo 1 > $t/events/$e/enable || exit 3
 done
 echo 1 > $t/tracing_on; sleep '"$probe_s"'; echo 0 > $t/tracing_on
-cat $t/trace' > "$work/probe" 2>&1
+cat $t/trace' > "$work/probe" 2>&1 &
+	child=$!
+	# meanwhile, in the middle of that window, this kernel's view of the same
+	# idle VM (the only one now): KVM's exits by reason, the APIC registers,
+	# MSRs, MMIO and ports it wrote
+	ht=/sys/kernel/tracing
+	[ -w $ht/trace ] || ht=/sys/kernel/debug/tracing
+	hw=$((probe_s - 6))
+	if [ "$hw" -ge 5 ] && [ -w "$ht/trace" ] && [ -d "$ht/events/kvm/kvm_exit" ]; then
+		sleep 3
+		echo 0 > $ht/tracing_on; echo > $ht/trace
+		for e in kvm_exit kvm_apic kvm_msr kvm_mmio kvm_pio; do
+			echo 1 > $ht/events/kvm/$e/enable 2>/dev/null
+		done
+		echo 1 > $ht/tracing_on; sleep "$hw"; echo 0 > $ht/tracing_on
+		cat $ht/trace > "$work/host-trace"
+		for e in kvm_exit kvm_apic kvm_msr kvm_mmio kvm_pio; do
+			echo 0 > $ht/events/kvm/$e/enable 2>/dev/null
+		done
+		echo > $ht/trace
+		echo 1 > $ht/tracing_on
+		awk -v s="$hw" '
+		/ kvm_exit:/ && match($0, /reason [^ ]+/) {
+			r = substr($0, RSTART + 7, RLENGTH - 7); gsub(/[^A-Za-z0-9_]/, "_", r)
+			k["exit " r]++; e[r]++; n++
+		}
+		/ kvm_apic:/ && match($0, /apic_(read|write) [^ ]+/) { k[substr($0, RSTART, RLENGTH)]++ }
+		/ kvm_msr:/ && match($0, /msr_(read|write) [^ ]+/) { k[substr($0, RSTART, RLENGTH)]++ }
+		/ kvm_mmio:/ && match($0, /mmio [a-z]+ len [0-9]+ gpa [^ ]+/) { k[substr($0, RSTART, RLENGTH)]++ }
+		/ kvm_pio:/ && match($0, /pio_(read|write) at [^ ]+/) { k[substr($0, RSTART, RLENGTH)]++ }
+		END {
+			for (x in k) printf "%d %s\n", k[x], x
+			l = sprintf("bench: figure=idle_host_exits window_s=%d exits_per_s=%.2f", s, n / s)
+			for (r in e) l = l sprintf(" %s=%.2f", r, e[r] / s)
+			print l > "/dev/stderr"
+		}' "$work/host-trace" 2> "$work/host.fig" | sort -rn | head -n 15 |
+			awk -v s="$hw" '{ n = $1; $1 = ""; printf "# idle host: %6.2f a second%s\n", n / s, $0 }'
+		cat "$work/host.fig"
+	else
+		echo "bench: missing=idle_host_exits reason=\"no kvm trace events in this kernel's tracefs, or BENCH_PROBE_S below 11\""
+	fi
+	wait "$child"
 	st=$?
+	child=
 	$C kill "$id" >/dev/null 2>&1
 	if [ $st = 0 ]; then
 		awk -v s="$probe_s" '
@@ -217,7 +288,14 @@ cat $t/trace' > "$work/probe" 2>&1
 		cat "$work/probe.fig"
 	else
 		echo "# idle guest: no trace ($(tail -n 1 "$work/probe"))"
+		echo "bench: missing=idle_guest reason=\"no trace in the guest: $(tail -n 1 "$work/probe" | tr -d '"')\""
 	fi
+elif [ "$probe_s" -gt 0 ]; then
+	echo 'bench: missing=idle_guest reason="the probe sandbox could not be created"'
+else
+	for f in idle_guest guest_timer idle_host_exits; do
+		echo "bench: missing=$f reason=\"BENCH_PROBE_S=0\""
+	done
 fi
 
 # density: onto /dev/cube clones, then the MAP_PRIVATE file path
@@ -238,5 +316,9 @@ if [ "$budget" -gt 0 ]; then
 		echo "# density in $budget MiB: $a sandboxes onto /dev/cube, $b with --no-cube (MAP_PRIVATE): x$(echo "$a $b" | awk '{ printf "%.2f", $1 / $2 }')"
 		echo "bench: figure=density_ratio budget_mib=$budget cube=$a no_cube=$b ratio=$(echo "$a $b" | awk '{ printf "%.3f", $1 / $2 }')"
 	fi
+else
+	for f in density density_no_cube density_ratio; do
+		echo "bench: missing=$f reason=\"BENCH_DENSITY_MIB=0\""
+	done
 fi
 exit $rc

@@ -2,19 +2,24 @@
 //
 // sdk_bench.mjs: Sandbox.create() to the first commands.run() result,
 // through the unmodified E2B SDK, at each concurrency of
-// $BENCH_CONCURRENCY (default "1 50"), $BENCH_SAMPLES rounds each (default
-// 10).  A round starts that many sandboxes at once, each timed from
-// create() to the end of its first command, then kills them and waits
-// $BENCH_REFILL_MS (default 20000) for the warm pool to fill again (when
-// $BENCH_POOLED=1 says there is one).  Run by
+// $BENCH_CONCURRENCY (default "1 50"), $BENCH_SAMPLES runs each (default
+// 50) but at least $BENCH_ROUNDS rounds (default 4: 200 runs at
+// concurrency 50), no round started after a level has run $BENCH_LEVEL_S
+// seconds (default 150; the figure says how many runs it has).  A round
+// starts that many sandboxes at once, each timed from create() to the end
+// of its first command, then kills them and, when $BENCH_POOLED=1 says
+// there is a warm pool, waits $BENCH_REFILL_MS (default 800) per sandbox
+// taken, at least a second, for the pool to fill again.  Run by
 // bench/sdk_bench.sh through selftests/e2b/run_sdk_test.sh; prints "#"
 // lines and one "bench: ..." line per figure.  A measurement, not a test.
 import { Sandbox } from 'e2b';
 
 const template = process.env.CUBE_TEMPLATE || 'base';
 const concs = (process.env.BENCH_CONCURRENCY || '1 50').split(/\s+/).filter(Boolean).map(Number);
-const samples = Number(process.env.BENCH_SAMPLES || 10);
-const refill = Number(process.env.BENCH_REFILL_MS || 20000);
+const samples = Number(process.env.BENCH_SAMPLES || 50);
+const minRounds = Number(process.env.BENCH_ROUNDS || 4);
+const levelS = Number(process.env.BENCH_LEVEL_S || 150);
+const refill = Number(process.env.BENCH_REFILL_MS || 800);
 // 1 when cubed serves the template from a warm pool (sdk_bench.sh says)
 const pooled = Number(process.env.BENCH_POOLED || 0);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -39,7 +44,13 @@ let failed = 0;
 for (const c of concs) {
   const create = [], total = [];
   let errors = 0;
-  for (let round = 0; round < samples; round++) {
+  const rounds = Math.max(Math.ceil(samples / c), minRounds);
+  const t0 = performance.now();
+  for (let round = 0; round < rounds; round++) {
+    if (round && levelS && performance.now() - t0 > levelS * 1000) {
+      console.log(`# concurrency ${c}: ${round} of ${rounds} rounds in ${levelS} s, no more`);
+      break;
+    }
     const res = await Promise.allSettled(Array.from({ length: c }, one));
     for (const r of res) {
       if (r.status === 'fulfilled') {
@@ -52,7 +63,7 @@ for (const c of concs) {
     }
     await Promise.allSettled(res.filter((r) => r.status === 'fulfilled')
       .map((r) => r.value.sbx.kill()));
-    if (pooled && round + 1 < samples) await sleep(refill);
+    if (pooled && round + 1 < rounds) await sleep(Math.max(1000, c * refill));
   }
   create.sort((a, b) => a - b);
   total.sort((a, b) => a - b);

@@ -3,7 +3,8 @@
 #
 # sdk_bench.sh: the E2B SDK's Sandbox.create() to the first commands.run()
 # result, from a warm pool and without one, at concurrency 1 and 50
-# (BENCH_CONCURRENCY), p50, p95 and p99.  In the VM harness (this machine has no usable KVM): boots
+# (BENCH_CONCURRENCY), p50, p95 and p99 (BENCH_SAMPLES, BENCH_ROUNDS,
+# BENCH_LEVEL_S and BENCH_REFILL_MS: see sdk_bench.mjs).  In the VM harness (this machine has no usable KVM): boots
 # L1 with cubed serving a pool of BENCH_POOL sandboxes (default: the
 # largest concurrency) and runs bench/sdk_bench.mjs here against it, as
 # selftests/e2b/run_sdk_test.sh does for the SDK test.  Under TCG the
@@ -25,6 +26,16 @@ export SDK_SCRIPTS="$here/sdk_bench.mjs"
 export MEM=${MEM:-$((2048 + max * 100))}
 export TIMEOUT=${TIMEOUT:-5400}
 dir=${VMTEST_DIR:-build/vmtest-sdk-bench}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for tool in node npm; do
+	if ! command -v $tool >/dev/null; then
+		for p in ${BENCH_POOLS:-1 0}; do
+			echo "bench: missing=latency_sdk:pool=$p reason=\"no $tool on this machine (the SDK runs here)\""
+		done
+		exit 1
+	fi
+done
 # One L1 boot a mode: with a warm pool of BENCH_POOL sandboxes (default:
 # the largest concurrency), then without one (BENCH_POOLS="1 0").
 st=0
@@ -35,7 +46,11 @@ for pooled in ${BENCH_POOLS:-1 0}; do
 		export L1_APPEND=
 	fi
 	echo "# sdk_bench: $([ "$pooled" = 1 ] && echo "warm pool of ${BENCH_POOL:-$max}" || echo "no pool")"
-	BENCH_POOLED=$pooled VMTEST_DIR=$dir-$pooled \
-		"$here/../selftests/e2b/run_sdk_test.sh" || st=1
+	{ BENCH_POOLED=$pooled VMTEST_DIR=$dir-$pooled \
+		"$here/../selftests/e2b/run_sdk_test.sh" 2>&1 ||
+		echo "# sdk_bench: the SDK run failed"; } | tee "$out"
+	grep -q '^# sdk_bench: the SDK run failed' "$out" && st=1
+	grep -q "^bench: figure=latency_sdk pool=$pooled " "$out" ||
+		echo "bench: missing=latency_sdk:pool=$pooled reason=\"the SDK run gave no figure (failed, or L1 reached TIMEOUT=$TIMEOUT s): see the log\""
 done
 exit $st

@@ -70,14 +70,18 @@ done
 
 case ${L1_APPEND:-} in
 *cube.pool=*)
+	# L1's results reach $log only when it ends: its results.log has them
+	# as they come
+	res=${VMTEST_DIR:-build/vmtest-e2b}/results.log
+	case $res in /*) ;; *) res=$top/$res ;; esac
 	echo "# run_sdk_test: waiting for the warm pool"
 	t=900
-	until grep -q '^ *# pool:' "$log"; do
+	until grep -q '^ *# pool:' "$log" "$res" 2>/dev/null; do
 		[ $t -le 0 ] && break
 		sleep 2
 		t=$((t - 2))
 	done
-	grep '^ *# pool:' "$log"
+	grep -h '^ *# pool:' "$log" "$res" 2>/dev/null
 	;;
 esac
 
