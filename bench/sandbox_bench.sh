@@ -201,13 +201,18 @@ if [ "$probe_s" -gt 0 ] && id=$($C create --template $T 2>/dev/null); then
 	# the guest's timer device, clock source and CPU flags: what its kernel
 	# programs its timer through (lapic-deadline: an MSR write; lapic: the
 	# APIC's initial count, an MSR in x2APIC mode, MMIO in xAPIC mode)
-	$C exec "$id" -- sh -c 'cat /sys/devices/system/clockevents/clockevent0/current_device \
-		/sys/devices/system/clocksource/clocksource0/current_clocksource; grep -m 1 "^flags" /proc/cpuinfo' \
+	$C exec "$id" -- sh -c '
+echo "clockevent $(cat /sys/devices/system/clockevents/clockevent0/current_device)"
+echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+while read -r l; do case $l in flags*) echo "$l"; break ;; esac; done < /proc/cpuinfo' \
 		> "$work/guest-timer" 2>/dev/null
-	awk 'NR == 1 { ce = $1 } NR == 2 { cs = $1 } /^flags/ {
+	awk '$1 == "clockevent" { ce = $2 } $1 == "clocksource" { cs = $2 } $1 == "flags" {
 		for (i = 1; i <= NF; i++) { if ($i == "x2apic") x2 = 1; if ($i == "tsc_deadline_timer") dl = 1 }
+		f = 1
 	} END {
-		if (ce == "") exit
+		if (!f) exit
+		if (ce == "") ce = "unknown"
+		if (cs == "") cs = "unknown"
 		printf "# idle guest: timer %s, clock source %s, x2APIC %s, TSC deadline %s\n", ce, cs, x2 ? "yes" : "no", dl ? "yes" : "no"
 		printf "bench: figure=guest_timer clockevent=%s clocksource=%s x2apic=%d tsc_deadline=%d\n", ce, cs, x2, dl
 	}' "$work/guest-timer"
