@@ -3,8 +3,8 @@
  * agent_session_fuzz: the guest agent's side of the wire.  A host whose
  * every byte is the fuzzer's talks to session_run() (guest/agent/
  * session.c), which frames, validates and dispatches its messages to the
- * agent's own file, system and watch handlers over a scratch root
- * directory (commands are left out: agent_shim.c).  The session must end
+ * agent's own command, file, system and watch handlers over a scratch
+ * root directory (commands are checked but never started: agent_shim.c).  The session must end
  * when the host closes, whatever it sent, and nothing outside the root
  * may change: a file beside the root is checked after every input.  The
  * root is emptied between inputs.
