@@ -10,11 +10,14 @@
 # table.txt, the log itself and, with gnuplot, latency.png (the CDF of
 # create to first output, from the "bench: samples=" lines) and memory.png
 # (host memory per idle sandbox and in all, against N); prints the table.
+# BENCH_COMMIT names the commit measured when it is not this tree's HEAD
+# (a log reported later).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 log=$1 machine=$2
-commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git -C "$top" diff --quiet HEAD -- 2>/dev/null || commit="$commit-dirty"
+commit=${BENCH_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+[ -n "${BENCH_COMMIT:-}" ] || git -C "$top" diff --quiet HEAD -- 2>/dev/null ||
+	commit="$commit-dirty"
 stamp=$(date -u +%Y%m%d-%H%M%S)
 out=${3:-$top/build/bench/$stamp-$commit}
 mkdir -p "$out"
