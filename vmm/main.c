@@ -117,7 +117,7 @@ static void usage(FILE *f)
 "                       it held (4096..1 GiB, default 1 MiB); the rest of\n"
 "                       the guest's output is dropped\n"
 "  --console-rate BYTES at most this much console output a second, after a\n"
-"                       burst of four seconds' worth (1024..64 MiB, default\n"
+"                       burst of four seconds' worth (16..64 MiB, default\n"
 "                       64 KiB); what is over is dropped and counted\n"
 "  --timeout S          stop the VM after S seconds of wall time (exit 3)\n"
 "  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status\n"
@@ -241,7 +241,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 				return -1;
 			break;
 		case OPT_CONSOLE_RATE:
-			if (num_opt("console-rate", optarg, 1024, 64ULL << 20,
+			if (num_opt("console-rate", optarg, 16, 64ULL << 20,
 				    &o->console_rate))
 				return -1;
 			break;

@@ -23,11 +23,12 @@ run_say() {
 	"$@" 2>&1 | while read -r l; do say "$l"; done
 }
 
-mode=boot debug=
+mode=boot debug= flood=
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	cube.test=*) mode=${arg#cube.test=} ;;
 	cube.debug=*) debug=1 ;;
+	cube.flood=*) flood=${arg#cube.flood=} ;;
 	esac
 done
 
@@ -103,10 +104,11 @@ netdevs)
 	while :; do sleep 5; done
 	;;
 flood)
-	# 48 KiB of console output as fast as the guest can write it
+	# cube.flood=N lines of 64 bytes on the console, as fast as the
+	# guest can write them
 	line=CUBE-L2-FLOOD-0123456789abcdef0123456789abcdef0123456789abc
 	i=0
-	while [ $i -lt 768 ]; do
+	while [ $i -lt "${flood:-64}" ]; do
 		echo "$line"
 		i=$((i + 1))
 	done
