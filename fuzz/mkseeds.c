@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "fake_vm.h"
 #include "snapshot.h"
 #include "vm.h"
+#include "vsock.h"
 
 static const char *top;
 
@@ -70,6 +72,47 @@ static void read_all(const char *path, uint8_t **data, size_t *len)
 	close(fd);
 }
 
+/*
+ * @state with its VSOCK section replaced by one holding two connections,
+ * as a snapshot of a sandbox with open streams has: the restore resets
+ * them.
+ */
+static void with_vsock_conns(const char *name, const uint8_t *state,
+			     size_t len)
+{
+	static const uint8_t plain = 0;
+	struct vsock_state vs = {
+		.guest_cid = 3, .next_port = (1U << 30) + 2, .nr_conns = 2,
+		.conns = { { (1U << 30), 1024 }, { (1U << 30) + 1, 1025 } },
+	};
+	struct snap_image img;
+	struct snap_buf b;
+	char err[160];
+	unsigned int i;
+
+	if (snap_parse(state, len, &img, err, sizeof(err))) {
+		fprintf(stderr, "mkseeds: %s\n", err);
+		exit(1);
+	}
+	snap_buf_init(&b);
+	for (i = 0; i + 1 < img.nr; i++) {
+		const struct snap_section *sec = &img.secs[i];
+
+		if (sec->type == SNAP_SEC_VSOCK)
+			snap_add(&b, sec->type, sec->id, &vs,
+				 offsetof(struct vsock_state, conns) +
+				 2 * sizeof(vs.conns[0]));
+		else
+			snap_add(&b, sec->type, sec->id, sec->data, sec->size);
+	}
+	if (snap_finish(&b, img.hdr.mem_size, img.hdr.mem_crc32,
+			img.hdr.nr_vcpus))
+		die("snap_finish");
+	seed("snapshot", name, &plain, 1, b.data, b.len);
+	snap_buf_free(&b);
+	snap_image_free(&img);
+}
+
 static void saved_state(const char *name, uint32_t nr_vcpus, uint32_t flags)
 {
 	static const uint8_t plain = 0, fixed = 1;
@@ -97,6 +140,10 @@ static void saved_state(const char *name, uint32_t nr_vcpus, uint32_t flags)
 	snprintf(path, sizeof(path), "%s-fixed", name);
 	seed("snapfile", path, &fixed, 1, state, len);
 	seed("snapshot", path, &fixed, 1, state, len);
+	if (flags & SNAP_CFG_NET) {
+		snprintf(path, sizeof(path), "%s-vsock-conns", name);
+		with_vsock_conns(path, state, len);
+	}
 	free(state);
 	snprintf(path, sizeof(path), "%s/state", dir);
 	unlink(path);
