@@ -115,6 +115,42 @@ static int f_metrics(void *be, const char *id, struct e2b_metrics *out)
 	return 0;
 }
 
+static int f_metrics_history(void *be, const char *id,
+			     struct e2b_metrics **out, size_t *n)
+{
+	int ret, i;
+
+	*out = calloc(3, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (i = 0; i < 3; i++) {
+		ret = f_metrics(be, id, &(*out)[i]);
+		if (ret) {
+			free(*out);
+			*out = NULL;
+			return ret;
+		}
+		(*out)[i].timestamp += 5 * i;
+	}
+	*n = 3;
+	return 0;
+}
+
+/* Templates: "base" exists and cannot go, "snap1" was made by the API. */
+static int f_template_exists(void *be, const char *name)
+{
+	FAIL_IF_SET();
+	return !strcmp(name, "base") || !strcmp(name, "snap1") ? 0 : -ENOENT;
+}
+
+static int f_template_delete(void *be, const char *name, char *msg)
+{
+	FAIL_IF_SET();
+	if (!strcmp(name, "base"))
+		return -EACCES;
+	return !strcmp(name, "snap1") ? 0 : -ENOENT;
+}
+
 static int f_snapshot(void *be, const char *id, const char *name,
 		      struct e2b_snapshot *out, char *msg)
 {
@@ -350,6 +386,13 @@ static int f_watch_start(void *be, const char *id, const char *user,
 	return *out ? 0 : -ENOMEM;
 }
 
+static int f_watch_start_recursive(void *be, const char *id,
+				   const char *user, const char *path,
+				   struct e2b_watch **out, char *msg)
+{
+	return f_watch_start(be, id, user, path, out, msg);
+}
+
 static int f_watch_next(struct e2b_watch *w, struct e2b_fs_event *ev,
 			int timeout_ms)
 {
@@ -412,6 +455,13 @@ static int f_file_write(void *be, const char *id, const char *user,
 	return 0;
 }
 
+static int f_file_write_meta(void *be, const char *id, const char *user,
+			     const char *path, const struct e2b_kvs *meta,
+			     struct e2b_file **out, char *msg)
+{
+	return f_file_write(be, id, user, path, out, msg);
+}
+
 static int f_file_write_chunk(struct e2b_file *f, const void *buf, size_t len)
 {
 	if (!f->writing)
@@ -441,6 +491,9 @@ const struct e2b_backend_ops fake_ops = {
 	.pause = f_id_msg,
 	.resume = f_id_msg,
 	.metrics = f_metrics,
+	.metrics_history = f_metrics_history,
+	.template_exists = f_template_exists,
+	.template_delete = f_template_delete,
 	.snapshot = f_snapshot,
 	.list_snapshots = f_list_snapshots,
 	.set_network = f_set_network,
@@ -461,9 +514,11 @@ const struct e2b_backend_ops fake_ops = {
 	.watch_start = f_watch_start,
 	.watch_next = f_watch_next,
 	.watch_close = f_watch_close,
+	.watch_start_recursive = f_watch_start_recursive,
 	.file_read = f_file_read,
 	.file_read_chunk = f_file_read_chunk,
 	.file_write = f_file_write,
 	.file_write_chunk = f_file_write_chunk,
 	.file_close = f_file_close,
+	.file_write_meta = f_file_write_meta,
 };

@@ -631,6 +631,23 @@ static void e2b_seeds(void)
 		  "{\"allowOut\":[\"example.com\"],\"denyOut\":[\"10.0.0.0/8\"]}");
 	seed_text("e2b_dispatch", "metrics", 0,
 		  "GET\n/sandboxes/isb1/metrics\nX-API-Key: e2b_fuzzkey\n\n");
+	seed_text("e2b_dispatch", "list-paged", 0,
+		  "GET\n/v2/sandboxes\nX-API-Key: e2b_fuzzkey\n?limit=1\n?order=desc\n"
+		  "?nextToken=1700000000.isb1\n?startedAfter=2023-11-14T22:13:20Z\n"
+		  "?template=base\n?state=running,paused\n?metadata=owner=fu%7Azz\n\n");
+	seed_text("e2b_dispatch", "metrics-range", 0,
+		  "GET\n/sandboxes/isb1/metrics\nX-API-Key: e2b_fuzzkey\n"
+		  "?start=1700000000\n?end=1700000300\n\n");
+	seed_text("e2b_dispatch", "template-delete", 0,
+		  "DELETE\n/templates/snap1\nX-API-Key: e2b_fuzzkey\n\n");
+	seed_text("e2b_dispatch", "template-alias", 0,
+		  "GET\n/templates/aliases/base\nX-API-Key: e2b_fuzzkey\n\n");
+	seed_text("e2b_dispatch", "snapshots", 0,
+		  "GET\n/snapshots\nX-API-Key: e2b_fuzzkey\n?sandboxID=isb1\n?name=snap1\n\n");
+	seed_text("e2b_dispatch", "download-signed", 1,
+		  "GET\n/files\nE2b-Sandbox-Id: isb1\n?path=/etc/hostname\n"
+		  "?username=user\n?signature=v1_0123456789abcdef\n"
+		  "?signature_expiration=1900000000\n\n");
 	seed_text("e2b_dispatch", "snapshot", 0,
 		  "POST\n/sandboxes/isb1/snapshots\nX-API-Key: e2b_fuzzkey\n\n{\"name\":\"s1\"}");
 	stream_request("proc-start",
