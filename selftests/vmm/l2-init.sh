@@ -104,15 +104,15 @@ netdevs)
 	while :; do sleep 5; done
 	;;
 flood)
-	# cube.flood=N lines of 64 bytes on the console, as fast as the
-	# guest can write them
+	# cube.flood=N lines of about 80 bytes on the console, as fast as the
+	# guest's kernel writes them (its console driver polls the UART)
 	line=CUBE-L2-FLOOD-0123456789abcdef0123456789abcdef0123456789abc
 	i=0
 	while [ $i -lt "${flood:-64}" ]; do
-		echo "$line"
+		echo "<2>$line" > /dev/kmsg
 		i=$((i + 1))
 	done
-	echo "CUBE-L2-FLOOD-DONE"
+	echo "<2>CUBE-L2-FLOOD-DONE" > /dev/kmsg
 	off
 	;;
 reboot)

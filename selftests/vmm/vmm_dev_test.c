@@ -136,7 +136,7 @@ TEST(console_log_is_capped)
 	long size;
 
 	need_kvm();
-	/* 80 lines of 64 bytes after the boot's few */
+	/* 80 lines of about 80 bytes after the boot's few */
 	start_with(&r, "flood", false, extra, "cube.flood=80");
 	ASSERT_EXIT(finish(&r, 300), 0);
 	size = file_size(r.log);
@@ -159,7 +159,7 @@ TEST(console_log_is_rate_limited)
 	long size;
 
 	need_kvm();
-	/* 40 lines of 64 bytes: 2.5 KiB, far more than 128 bytes and 32 a second */
+	/* 40 lines of about 80 bytes: 3 KiB, far more than 128 bytes and 32 a second */
 	start_with(&r, "flood", false, extra, "cube.flood=40");
 	ASSERT_EXIT(finish(&r, 300), 0);
 	size = file_size(r.log);
