@@ -572,35 +572,65 @@ static int mem_stats(struct cube_mem_stats *ms)
 
 /* what the VMMs of @s cost themselves, averaged (KiB; threads a count) */
 struct vmm_cost {
-	int seen, clones;
+	int seen, clones, clone_err;
 	long rss, anon, pte, threads, minflt, exits;
 	long long faults, cow_faults, around;
 };
 
 /*
- * The counters of the clone the VMM @pid maps its guest's memory from: a
- * copy of its clone fd (pidfd_getfd, root) asked CUBE_IOC_CLONE_COUNTERS.
- * -1 when it has none (a --no-cube VMM) or the kernel does not let us.
+ * The counters of the clone the VMM @pid maps its guest's memory from,
+ * asked CUBE_IOC_CLONE_COUNTERS through its mapping (/proc/PID/map_files:
+ * the VMM need not keep the clone's descriptor once it is mapped), else a
+ * copy of its clone descriptor (pidfd_getfd).  Root only.  0, or -errno of
+ * the last way tried (-ENOENT: no clone, a --no-cube VMM).
  */
 static int vmm_clone_counters(pid_t pid, struct cube_clone_counters *cc)
 {
-	char dir[64], path[PATH_MAX], link[256];
+	char path[PATH_MAX], line[512], link[256];
 	struct dirent *d;
-	int pidfd, ret = -1;
+	int pidfd, ret = -ENOENT;
+	FILE *f;
 	DIR *dp;
 
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	dp = opendir(dir);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *range = strtok(line, " ");
+		int fd;
+
+		if (!range || !strstr(range + strlen(range) + 1, "cube-clone"))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid,
+			 range);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		ret = ioctl(fd, CUBE_IOC_CLONE_COUNTERS, cc) ? -errno : 0;
+		close(fd);
+		if (!ret)
+			break;
+	}
+	if (f)
+		fclose(f);
+	if (!ret)
+		return 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dp = opendir(path);
 	if (!dp)
-		return -1;
+		return ret;
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		ret = -errno;
 	while (pidfd >= 0 && ret && (d = readdir(dp))) {
 		ssize_t l;
 		int fd;
 
 		if (d->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, d->d_name);
 		l = readlink(path, link, sizeof(link) - 1);
 		if (l <= 0)
 			continue;
@@ -608,10 +638,11 @@ static int vmm_clone_counters(pid_t pid, struct cube_clone_counters *cc)
 		if (!strstr(link, "cube-clone"))
 			continue;
 		fd = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(d->d_name), 0);
-		if (fd < 0)
+		if (fd < 0) {
+			ret = -errno;
 			continue;
-		if (!ioctl(fd, CUBE_IOC_CLONE_COUNTERS, cc))
-			ret = 0;
+		}
+		ret = ioctl(fd, CUBE_IOC_CLONE_COUNTERS, cc) ? -errno : 0;
 		close(fd);
 	}
 	if (pidfd >= 0)
@@ -642,12 +673,15 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 		c->minflt += proc_minflt(pid);
 		{
 			struct cube_clone_counters cc;
+			int err = vmm_clone_counters(pid, &cc);
 
-			if (!vmm_clone_counters(pid, &cc)) {
+			if (!err) {
 				c->faults += cc.faults;
 				c->cow_faults += cc.cow_faults;
 				c->around += cc.around;
 				c->clones++;
+			} else {
+				c->clone_err = err;
 			}
 		}
 		if (cube_sandbox_path(path, sizeof(path), s[i].id, "control") == 0 &&
@@ -683,6 +717,9 @@ static void report_idle(struct sample *s, int n, int conc)
 	if (c.clones)
 		printf("#   per clone (%d read): %lld faults it handled, %lld private copies, %lld pages mapped around faults\n",
 		       c.clones, c.faults, c.cow_faults, c.around);
+	else if (c.seen)
+		printf("#   per clone: its counters could not be read: %s\n",
+		       strerror(-c.clone_err));
 	if (mem_stats(&ms) == 0 && ms.clones)
 		printf("#   module: %" PRIu64 " clones, %" PRIu64 " private pages per clone, %" PRIu64 " shared pages in %" PRIu64 " snapshots\n",
 		       (uint64_t)ms.clones, (uint64_t)(ms.private_pages / ms.clones),
