@@ -179,8 +179,8 @@ else
 # (each bounded by BENCH_SDK_TIMEOUT); the figures of all go to
 # build/bench/<date>-<commit>/.  The environment's BENCH_* settings reach
 # L1's benchmarks through its command line (cube.bench_*, commas for
-# spaces) and the SDK's directly.  On this 2-core build machine the whole
-# takes about 40 minutes.
+# spaces) and the SDK's directly.  Meant to stay near 40 minutes on a 2-core
+# build machine (not yet timed end to end with these bounds).
 BENCH_VMTEST_DIR := $(TOP)/build/vmtest-bench
 benchmarks:
 	st=0; app=$$(env | awk -F= '/^BENCH_/ && $$1 !~ /TIMEOUT$$/ { \
