@@ -120,6 +120,7 @@ cleanup() {
 		for e in kvm_exit kvm_apic kvm_msr kvm_mmio kvm_pio; do
 			echo 0 > "$ht/events/kvm/$e/enable" 2>/dev/null
 		done
+		echo > "$ht/set_event_pid" 2>/dev/null
 	fi
 	for g in /sys/fs/cgroup/cube-bench.*; do
 		[ -d "$g" ] && rmdir "$g" 2>/dev/null
@@ -229,14 +230,27 @@ echo 1 > $t/tracing_on; sleep '"$probe_s"'; echo 0 > $t/tracing_on
 cat $t/trace' > "$work/probe" 2>&1 &
 	child=$!
 	# meanwhile, in the middle of that window, this kernel's view of the same
-	# idle VM (the only one now): KVM's exits by reason, the APIC registers,
-	# MSRs, MMIO and ports it wrote
+	# idle VM: KVM's exits by reason, the APIC registers, MSRs, MMIO and
+	# ports it wrote, traced in its VMM's threads only (the shim's child at
+	# the bottom: the VMM runs the VM in a child of its own)
 	ht=/sys/kernel/tracing
 	[ -w $ht/trace ] || ht=/sys/kernel/debug/tracing
 	hw=$((probe_s - 6))
+	vmm=$($C --json inspect "$id" 2>/dev/null | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p' | head -n 1)
+	d=0
+	while [ -n "$vmm" ] && [ $d -lt 3 ]; do
+		c=$(awk '{ print $1 }' "/proc/$vmm/task/$vmm/children" 2>/dev/null)
+		[ -n "$c" ] || break
+		vmm=$c d=$((d + 1))
+	done
 	if [ "$hw" -ge 5 ] && [ -w "$ht/trace" ] && [ -d "$ht/events/kvm/kvm_exit" ]; then
 		sleep 3
 		echo 0 > $ht/tracing_on; echo > $ht/trace
+		if [ $d -gt 0 ] && [ -d "/proc/$vmm/task" ]; then
+			echo $(ls "/proc/$vmm/task") > $ht/set_event_pid
+		else
+			echo "# idle host: the VMM not found: every VM of this host traced"
+		fi
 		for e in kvm_exit kvm_apic kvm_msr kvm_mmio kvm_pio; do
 			echo 1 > $ht/events/kvm/$e/enable 2>/dev/null
 		done
@@ -245,6 +259,7 @@ cat $t/trace' > "$work/probe" 2>&1 &
 		for e in kvm_exit kvm_apic kvm_msr kvm_mmio kvm_pio; do
 			echo 0 > $ht/events/kvm/$e/enable 2>/dev/null
 		done
+		echo > $ht/set_event_pid
 		echo > $ht/trace
 		echo 1 > $ht/tracing_on
 		awk -v s="$hw" '
