@@ -104,10 +104,18 @@ static void serial_flush_locked(struct serial *s)
 	write_full(s->out_fd, s->buf, len);
 }
 
+/* At the end: what is buffered, and how much was dropped if not yet said. */
 void serial_flush(struct serial *s)
 {
 	pthread_mutex_lock(&s->lock);
 	serial_flush_locked(s);
+	if (s->dropped && s->out_fd >= 0 && !s->full) {
+		serial_note_locked(s, "\n[cube-vmm: %llu bytes of the guest's "
+				   "output dropped: over %llu bytes a second]\n",
+				   (unsigned long long)s->dropped,
+				   (unsigned long long)s->rate);
+		s->dropped = 0;
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 

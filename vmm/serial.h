@@ -8,8 +8,8 @@
  * file, counting what was there when the VMM opened it (an earlier VMM of
  * the same sandbox), and at most @rate bytes a second after a burst of
  * four seconds' worth.  Output over the rate is dropped and counted, and a
- * line says how much once output flows again; at the cap one line says the
- * rest is dropped.
+ * line says how much once output flows again (or the VMM ends); at the cap
+ * one line says the rest is dropped.
  */
 #ifndef CUBE_VMM_SERIAL_H
 #define CUBE_VMM_SERIAL_H
