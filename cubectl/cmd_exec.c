@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -104,6 +105,17 @@ static bool host_winsize(uint16_t *rows, uint16_t *cols)
 	return true;
 }
 
+/* How long past --timeout exec waits for a guest that does not answer. */
+#define EXEC_GRACE_S	30
+
+static double exec_elapsed_s(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 int cmd_exec(struct cctx *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -122,6 +134,7 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 	bool interactive = false, tty = false, raw = false, stdin_open;
 	struct termios saved;
 	unsigned long timeout = 0;
+	struct timespec started;
 	char inbuf[32768];
 	size_t in_len = 0, in_off = 0;
 	int nenv = 0, i, opt, ret, sfd, status = EX_EXEC_FAIL;
@@ -210,6 +223,7 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 		goto out;
 	}
 	cube_agent_set_timeout(a, -1);
+	clock_gettime(CLOCK_MONOTONIC, &started);
 	/* keystrokes go to the guest's terminal as they are typed */
 	if (tty && interactive && isatty(0) && !tcgetattr(0, &saved)) {
 		struct termios t = saved;
@@ -263,6 +277,18 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 				in_off = in_len;	/* stdin went away */
 		}
 		ret = cube_agent_exec_next(a, &ev, 50);
+		/*
+		 * The guest ends the command at --timeout; a guest too busy
+		 * to (a fork bomb starves its agent) is given up on a little
+		 * later, so that --timeout bounds this wait too.
+		 */
+		if (ret == -ETIMEDOUT && timeout &&
+		    exec_elapsed_s(&started) > timeout + EXEC_GRACE_S) {
+			cc_err(EX_EXEC_FAIL, "the sandbox did not end the command "
+			       "within --timeout and %d s more: given up",
+			       EXEC_GRACE_S);
+			break;
+		}
 		if (ret == -ETIMEDOUT)
 			continue;
 		if (ret) {
