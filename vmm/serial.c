@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "serial.h"
 #include "util.h"
@@ -18,14 +17,6 @@
 #define UART_LSR_IDLE	0x60	/* THRE | TEMT */
 #define UART_MCR_LOOP	0x10
 #define UART_MSR_IDLE	0xb0	/* DCD | DSR | CTS */
-
-static double serial_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void serial_init(struct serial *s, struct vm *vm, int out_fd)
 {
@@ -45,9 +36,7 @@ void serial_set_limits(struct serial *s, uint64_t max, uint64_t rate)
 {
 	pthread_mutex_lock(&s->lock);
 	s->max = max;
-	s->rate = rate;
-	s->tokens = 4.0 * rate;
-	s->last = serial_now();
+	token_bucket_init(&s->rate, rate, 4.0 * rate);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -67,10 +56,20 @@ serial_note_locked(struct serial *s, const char *fmt, ...)
 			   (size_t)n : sizeof(line) - 1);
 }
 
+/* How much output the rate dropped, if any is not yet said. */
+static void serial_say_dropped_locked(struct serial *s)
+{
+	if (!s->dropped)
+		return;
+	serial_note_locked(s, "\n[cube-vmm: %llu bytes of the guest's output "
+			   "dropped: over %.0f bytes a second]\n",
+			   (unsigned long long)s->dropped, s->rate.rate);
+	s->dropped = 0;
+}
+
 static void serial_flush_locked(struct serial *s)
 {
 	size_t len = s->buf_len;
-	double now;
 
 	s->buf_len = 0;
 	if (!len || s->out_fd < 0 || s->full)
@@ -83,23 +82,11 @@ static void serial_flush_locked(struct serial *s)
 				   (unsigned long long)s->max);
 		return;
 	}
-	now = serial_now();
-	s->tokens += (now - s->last) * s->rate;
-	if (s->tokens > 4.0 * s->rate)
-		s->tokens = 4.0 * s->rate;
-	s->last = now;
-	if (s->tokens < len) {
+	if (!token_bucket_take(&s->rate, len)) {
 		s->dropped += len;
 		return;
 	}
-	if (s->dropped) {
-		serial_note_locked(s, "\n[cube-vmm: %llu bytes of the guest's "
-				   "output dropped: over %llu bytes a second]\n",
-				   (unsigned long long)s->dropped,
-				   (unsigned long long)s->rate);
-		s->dropped = 0;
-	}
-	s->tokens -= len;
+	serial_say_dropped_locked(s);
 	s->written += len;
 	write_full(s->out_fd, s->buf, len);
 }
@@ -109,13 +96,8 @@ void serial_flush(struct serial *s)
 {
 	pthread_mutex_lock(&s->lock);
 	serial_flush_locked(s);
-	if (s->dropped && s->out_fd >= 0 && !s->full) {
-		serial_note_locked(s, "\n[cube-vmm: %llu bytes of the guest's "
-				   "output dropped: over %llu bytes a second]\n",
-				   (unsigned long long)s->dropped,
-				   (unsigned long long)s->rate);
-		s->dropped = 0;
-	}
+	if (s->out_fd >= 0 && !s->full)
+		serial_say_dropped_locked(s);
 	pthread_mutex_unlock(&s->lock);
 }
 

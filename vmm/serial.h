@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util.h"
+
 #define SERIAL_PORT	0x3f8
 #define SERIAL_IRQ	4
 
@@ -37,9 +39,9 @@ struct serial {
 	int irq_level;
 	char buf[256];
 	unsigned int buf_len;
-	uint64_t max, rate;		/* bounds of the output */
+	uint64_t max;			/* bytes the file may hold */
 	uint64_t written;		/* bytes in the file */
-	double tokens, last;		/* rate: bytes allowed now, and when */
+	struct token_bucket rate;	/* bytes a second, 4 s of burst */
 	uint64_t dropped;		/* over the rate, not yet said */
 	bool full;			/* at @max: the rest is dropped */
 };

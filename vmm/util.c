@@ -21,42 +21,58 @@ int vmm_verbose;
  * VMM_LOG_RATE a second after that, VMM_LOG_MAX bytes in all.  What is
  * over is dropped and counted, and a line says so.
  */
-static struct {
-	pthread_mutex_t lock;
-	unsigned int rate, burst;
-	size_t max;
-	double tokens, last;
-	unsigned long dropped;
-	size_t bytes;
-	bool full;
-} vmm_log_state = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.rate = VMM_LOG_RATE,
-	.burst = VMM_LOG_BURST,
-	.max = VMM_LOG_MAX,
-	.tokens = VMM_LOG_BURST,
-};
-
-void vmm_log_set_limits(unsigned int rate, unsigned int burst, size_t max)
-{
-	pthread_mutex_lock(&vmm_log_state.lock);
-	vmm_log_state.rate = rate;
-	vmm_log_state.burst = burst;
-	vmm_log_state.max = max;
-	vmm_log_state.tokens = burst;
-	vmm_log_state.last = 0;
-	vmm_log_state.dropped = 0;
-	vmm_log_state.bytes = 0;
-	vmm_log_state.full = false;
-	pthread_mutex_unlock(&vmm_log_state.lock);
-}
-
-static double vmm_log_now(void)
+static double monotonic_s(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void token_bucket_init(struct token_bucket *b, double rate, double burst)
+{
+	b->rate = rate;
+	b->burst = burst;
+	b->tokens = burst;
+	b->last = monotonic_s();
+}
+
+bool token_bucket_take(struct token_bucket *b, double cost)
+{
+	double now = monotonic_s();
+
+	b->tokens += (now - b->last) * b->rate;
+	if (b->tokens > b->burst)
+		b->tokens = b->burst;
+	b->last = now;
+	if (b->tokens < cost)
+		return false;
+	b->tokens -= cost;
+	return true;
+}
+
+static struct {
+	pthread_mutex_t lock;
+	struct token_bucket rate;
+	size_t max;
+	unsigned long dropped;
+	size_t bytes;
+	bool full, started;
+} vmm_log_state = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.max = VMM_LOG_MAX,
+};
+
+void vmm_log_set_limits(unsigned int rate, unsigned int burst, size_t max)
+{
+	pthread_mutex_lock(&vmm_log_state.lock);
+	token_bucket_init(&vmm_log_state.rate, rate, burst);
+	vmm_log_state.max = max;
+	vmm_log_state.dropped = 0;
+	vmm_log_state.bytes = 0;
+	vmm_log_state.full = false;
+	vmm_log_state.started = true;
+	pthread_mutex_unlock(&vmm_log_state.lock);
 }
 
 /* Called with the lock held. */
@@ -70,7 +86,6 @@ static void vmm_log_put(const char *line, size_t len)
 void vmm_log(const char *fmt, ...)
 {
 	char line[512], note[160];
-	double now = vmm_log_now();
 	va_list ap;
 	size_t len;
 	int n;
@@ -83,31 +98,30 @@ void vmm_log(const char *fmt, ...)
 	len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 
 	pthread_mutex_lock(&vmm_log_state.lock);
-	if (vmm_log_state.last)
-		vmm_log_state.tokens += (now - vmm_log_state.last) *
-					vmm_log_state.rate;
-	if (vmm_log_state.tokens > vmm_log_state.burst)
-		vmm_log_state.tokens = vmm_log_state.burst;
-	vmm_log_state.last = now;
-	if (vmm_log_state.full || vmm_log_state.tokens < 1) {
+	if (!vmm_log_state.started) {
+		token_bucket_init(&vmm_log_state.rate, VMM_LOG_RATE,
+				  VMM_LOG_BURST);
+		vmm_log_state.started = true;
+	}
+	if (vmm_log_state.full ||
+	    !token_bucket_take(&vmm_log_state.rate, 1)) {
 		vmm_log_state.dropped++;
 		goto out;
 	}
 	if (vmm_log_state.dropped) {
-		n = snprintf(note, sizeof(note), "cube-vmm: %lu messages dropped "
-			     "(over %u a second)\n", vmm_log_state.dropped,
-			     vmm_log_state.rate);
+		snprintf(note, sizeof(note), "cube-vmm: %lu messages dropped "
+			 "(over %.0f a second)\n", vmm_log_state.dropped,
+			 vmm_log_state.rate.rate);
 		vmm_log_put(note, strlen(note));
 		vmm_log_state.dropped = 0;
 	}
 	if (vmm_log_state.bytes + len > vmm_log_state.max) {
-		n = snprintf(note, sizeof(note), "cube-vmm: %zu bytes of messages "
-			     "logged: the rest are dropped\n", vmm_log_state.max);
+		snprintf(note, sizeof(note), "cube-vmm: %zu bytes of messages "
+			 "logged: the rest are dropped\n", vmm_log_state.max);
 		vmm_log_put(note, strlen(note));
 		vmm_log_state.full = true;
 		goto out;
 	}
-	vmm_log_state.tokens -= 1;
 	vmm_log_put(line, len);
 out:
 	pthread_mutex_unlock(&vmm_log_state.lock);

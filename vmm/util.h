@@ -3,6 +3,7 @@
 #ifndef CUBE_VMM_UTIL_H
 #define CUBE_VMM_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,18 @@
 #define SZ_1G		0x40000000ULL
 
 extern int vmm_verbose;
+
+/*
+ * A token bucket: @rate units a second, at most @burst at once.  Not
+ * locked: its user holds its own lock.
+ */
+struct token_bucket {
+	double rate, burst, tokens, last;
+};
+
+void token_bucket_init(struct token_bucket *b, double rate, double burst);
+/* Whether @cost units may pass now; takes them if so. */
+bool token_bucket_take(struct token_bucket *b, double cost);
 
 /* Bounds of cube-vmm's own messages (see util.c). */
 #define VMM_LOG_RATE	10
