@@ -445,14 +445,13 @@ static bool cube_clone_map_writable(struct vm_area_struct *vma,
 }
 
 /*
- * Map @index into @vma ahead of any access; count it in @counter.  @try:
- * skip a page whose lock is taken rather than wait.  @write: the page will
- * be written, make its private copy now.  *@done as for
- * cube_clone_populate().
+ * Map @index into @vma ahead of any access (prefault); count it in
+ * @counter.  @write: the page will be written, make its private copy now.
+ * *@done as for cube_clone_populate().
  */
 static void cube_clone_map_one(struct cube_clone *clone,
 			       struct vm_area_struct *vma, pgoff_t index,
-			       bool try, bool write, unsigned long *done,
+			       bool write, unsigned long *done,
 			       atomic64_t *counter)
 {
 	unsigned long addr;
@@ -467,7 +466,7 @@ static void cube_clone_map_one(struct cube_clone *clone,
 	if (write)
 		page = cube_clone_get_private(clone, index, &zapped);
 	else
-		page = cube_clone_get_page(clone, index, false, try);
+		page = cube_clone_get_page(clone, index, false, false);
 	if (IS_ERR(page))
 		return;
 	if (!page) {
@@ -499,7 +498,7 @@ static void cube_clone_prefault(struct cube_clone *clone,
 		xa_for_each_range(&snap->ws, index, entry, first, last) {
 			if (fatal_signal_pending(current))
 				return;
-			cube_clone_map_one(clone, vma, index, false,
+			cube_clone_map_one(clone, vma, index,
 					   entry == CUBE_WS_WRITE, &done,
 					   &clone->prefaulted);
 			cond_resched();
@@ -510,8 +509,8 @@ static void cube_clone_prefault(struct cube_clone *clone,
 		xa_for_each_range(&snap->pages, index, entry, first, last) {
 			if (fatal_signal_pending(current))
 				return;
-			cube_clone_map_one(clone, vma, index, false, false,
-					   &done, &clone->prefaulted);
+			cube_clone_map_one(clone, vma, index, false, &done,
+					   &clone->prefaulted);
 			cond_resched();
 		}
 	}
