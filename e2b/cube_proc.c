@@ -13,20 +13,23 @@
 #include "agent_client.h"
 #include "cube_proc.h"
 #include "cube_runtime.h"
+#include "proc_queue.h"
 
-/* Output queued for slow readers before the pump stops reading. */
-#define QUEUE_MAX	(8u << 20)
+/*
+ * Output queued for slow readers, in real bytes (proc_queue.h), before a
+ * command's pump stops reading it: the agent's flow control then holds the
+ * command.  Per command, and per sandbox across all its commands.
+ */
+#define QUEUE_MAX		(4u << 20)
+#define SANDBOX_QUEUE_MAX	(32u << 20)
 #define PUMP_POLL_MS	50
 
-struct pev {
-	struct pev *next;
-	uint64_t seq;
-	enum e2b_event_type type;
-	int exit_code;
-	int signal;
-	char error[E2B_MSG_MAX];
-	size_t len;
-	unsigned char data[];
+/* what the commands of one sandbox have queued */
+struct proc_usage {
+	struct proc_usage *next;
+	uint64_t sandbox;
+	size_t bytes;
+	unsigned int procs;
 };
 
 struct cube_proc {
@@ -39,9 +42,8 @@ struct cube_proc {
 	struct cube_agent *a;
 	pthread_t thread;
 	/* the queue */
-	struct pev *head, *tail;
-	uint64_t next_seq;
-	size_t queued;
+	struct pq q;
+	struct proc_usage *use;	/* its sandbox's */
 	struct e2b_proc *readers;
 	bool ended;		/* END queued */
 	bool dead;		/* pump gone */
@@ -58,7 +60,7 @@ struct cube_proc {
 struct e2b_proc {
 	struct cube_proc *p;
 	struct e2b_proc *next;
-	uint64_t cursor;
+	struct pq_reader pr;
 	bool start_sent;
 	bool end_sent;
 	unsigned char *buf;
@@ -68,6 +70,7 @@ struct cube_proc_table {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct cube_proc *procs;
+	struct proc_usage *usage;
 	struct e2b_watch *watches;
 	bool quit;
 };
@@ -96,23 +99,63 @@ int cube_proc_table_new(struct cube_proc_table **out)
 	return 0;
 }
 
-static void free_queue(struct cube_proc *p)
+/* @p counts against its sandbox's usage; locked */
+static int usage_get_locked(struct cube_proc *p)
 {
-	while (p->head) {
-		struct pev *e = p->head;
+	struct cube_proc_table *t = p->t;
+	struct proc_usage *u;
 
-		p->head = e->next;
-		free(e);
+	for (u = t->usage; u; u = u->next)
+		if (u->sandbox == p->sandbox)
+			break;
+	if (!u) {
+		u = calloc(1, sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		u->sandbox = p->sandbox;
+		u->next = t->usage;
+		t->usage = u;
 	}
-	p->tail = NULL;
-	p->queued = 0;
+	u->procs++;
+	p->use = u;
+	return 0;
 }
 
+/* the queue of @p grew or shrank by @delta bytes; locked */
+static void account_locked(struct cube_proc *p, long delta)
+{
+	if (delta > 0 && p->use)
+		p->use->bytes += delta;
+	else if (delta < 0 && p->use)
+		p->use->bytes -= -delta;
+}
+
+static void usage_put_locked(struct cube_proc *p)
+{
+	struct proc_usage **up, *u = p->use;
+
+	if (!u)
+		return;
+	p->use = NULL;
+	if (--u->procs)
+		return;
+	for (up = &p->t->usage; *up; up = &(*up)->next) {
+		if (*up == u) {
+			*up = u->next;
+			break;
+		}
+	}
+	free(u);
+}
+
+/* frees @p; locked when it was counted (p->use set) */
 static void proc_free(struct cube_proc *p)
 {
 	size_t i;
 
-	free_queue(p);
+	account_locked(p, -(long)p->q.bytes);
+	usage_put_locked(p);
+	pq_free(&p->q);
 	free(p->tag);
 	free(p->cfg.cmd);
 	for (i = 0; i < p->cfg.nargs; i++)
@@ -167,62 +210,40 @@ void cube_proc_table_free(struct cube_proc_table *t)
 
 /* --- the queue --- */
 
-static uint64_t min_cursor(const struct cube_proc *p)
+static void push_data_locked(struct cube_proc *p, enum e2b_event_type type,
+			     const void *data, size_t len)
 {
-	const struct e2b_proc *r;
-	uint64_t m = p->next_seq;
+	const unsigned char *d = data;
 
-	for (r = p->readers; r; r = r->next)
-		if (r->cursor < m)
-			m = r->cursor;
-	return m;
-}
+	while (len) {
+		size_t n = len < PQ_CHUNK_MAX ? len : PQ_CHUNK_MAX;
+		long delta = pq_push_data(&p->q, type, d, n);
 
-static void trim_locked(struct cube_proc *p)
-{
-	uint64_t m = min_cursor(p);
-
-	while (p->head && p->head->seq < m) {
-		struct pev *e = p->head;
-
-		p->head = e->next;
-		if (!p->head)
-			p->tail = NULL;
-		p->queued -= e->len;
-		free(e);
+		if (delta < 0)
+			break;	/* out of memory: this output is lost */
+		account_locked(p, delta);
+		d += n;
+		len -= n;
 	}
-}
-
-static void push_locked(struct cube_proc *p, struct pev *e)
-{
-	e->seq = p->next_seq++;
-	e->next = NULL;
-	if (p->tail)
-		p->tail->next = e;
-	else
-		p->head = e;
-	p->tail = e;
-	p->queued += e->len;
-	if (e->type == E2B_EV_END)
-		p->ended = true;
-	trim_locked(p);
 	pthread_cond_broadcast(&p->t->cond);
 }
 
 static void push_end_locked(struct cube_proc *p, int code, int sig,
 			    const char *error)
 {
-	struct pev *e = calloc(1, sizeof(*e));
+	long delta = pq_push_end(&p->q, code, sig, error);
 
-	if (!e) {
-		p->ended = true;
-		return;
-	}
-	e->type = E2B_EV_END;
-	e->exit_code = code;
-	e->signal = sig;
-	snprintf(e->error, sizeof(e->error), "%s", error ? error : "");
-	push_locked(p, e);
+	p->ended = true;
+	if (delta >= 0)
+		account_locked(p, delta);
+	pthread_cond_broadcast(&p->t->cond);
+}
+
+/* the pump waits while its command or its sandbox has this much queued */
+static bool queue_full_locked(const struct cube_proc *p)
+{
+	return p->q.bytes > QUEUE_MAX ||
+	       (p->use && p->use->bytes > SANDBOX_QUEUE_MAX);
 }
 
 /* --- the pump --- */
@@ -301,7 +322,7 @@ static void *pump(void *arg)
 			break;
 		}
 		pass_requests_locked(p);
-		if (p->queued > QUEUE_MAX) {
+		if (queue_full_locked(p)) {
 			struct timespec ts;
 
 			clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -324,22 +345,12 @@ static void *pump(void *arg)
 			break;
 		}
 		if (ev.type == CUBE_EXEC_STDOUT || ev.type == CUBE_EXEC_STDERR) {
-			struct pev *e;
-
 			if (!p->readers || !ev.len)
 				continue;	/* nobody listens */
-			e = calloc(1, sizeof(*e) + ev.len);
-			if (!e)
-				continue;
-			if (p->pty)
-				e->type = E2B_EV_PTY;
-			else if (ev.type == CUBE_EXEC_STDOUT)
-				e->type = E2B_EV_STDOUT;
-			else
-				e->type = E2B_EV_STDERR;
-			e->len = ev.len;
-			memcpy(e->data, ev.data, ev.len);
-			push_locked(p, e);
+			push_data_locked(p, p->pty ? E2B_EV_PTY :
+					 ev.type == CUBE_EXEC_STDOUT ?
+					 E2B_EV_STDOUT : E2B_EV_STDERR,
+					 ev.data, ev.len);
 		} else if (ev.type == CUBE_EXEC_EXIT) {
 			const struct cube_exec_status *st = &ev.status;
 
@@ -361,6 +372,9 @@ static void *pump(void *arg)
 			}
 		}
 		pthread_detach(pthread_self());
+		/* what it queued no longer counts against its sandbox */
+		account_locked(p, -(long)p->q.bytes);
+		usage_put_locked(p);
 		pthread_mutex_unlock(&t->lock);
 		cube_agent_close(p->a);
 		proc_free(p);
@@ -452,7 +466,7 @@ static struct e2b_proc *attach_locked(struct cube_proc *p)
 	if (!r)
 		return NULL;
 	r->p = p;
-	r->cursor = p->next_seq;
+	pq_attach(&p->q, &r->pr);
 	r->next = p->readers;
 	p->readers = r;
 	return r;
@@ -480,6 +494,22 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 		return -ENOMEM;
 	p->t = t;
 	p->sandbox = sandbox;
+	pq_init(&p->q);
+	/* claim the sandbox's slot first: starting takes time */
+	pthread_mutex_lock(&t->lock);
+	ret = usage_get_locked(p);
+	if (!ret && p->use->procs > CUBE_PROC_MAX) {
+		usage_put_locked(p);
+		snprintf(msg, E2B_MSG_MAX,
+			 "the sandbox runs %u commands, the most it may",
+			 CUBE_PROC_MAX);
+		ret = -EAGAIN;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (ret) {
+		free(p);
+		return ret;
+	}
 	ret = copy_config(&p->cfg, &req->proc);
 	if (!ret && req->tag && !(p->tag = strdup(req->tag)))
 		ret = -ENOMEM;
@@ -534,6 +564,7 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 	ret = pthread_create(&p->thread, NULL, pump, p);
 	if (ret) {
 		t->procs = p->next;
+		pq_detach(&p->q, &(*out)->pr);
 		free(*out);
 		pthread_mutex_unlock(&t->lock);
 		cube_agent_exec_signal(p->a, 9);
@@ -547,6 +578,9 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 err:
 	if (p->a)
 		cube_agent_close(p->a);
+	pthread_mutex_lock(&t->lock);
+	usage_put_locked(p);
+	pthread_mutex_unlock(&t->lock);
 	proc_free(p);
 	free(argv);
 	free_strv(envp);
@@ -590,7 +624,7 @@ int cube_proc_next(struct e2b_proc *r, struct e2b_event *ev, int timeout_ms)
 	struct cube_proc *p = r->p;
 	struct cube_proc_table *t = p->t;
 	struct timespec ts;
-	struct pev *e;
+	struct pq_event *e;
 	int ret = 0;
 
 	memset(ev, 0, sizeof(*ev));
@@ -611,8 +645,7 @@ int cube_proc_next(struct e2b_proc *r, struct e2b_event *ev, int timeout_ms)
 	}
 	pthread_mutex_lock(&t->lock);
 	for (;;) {
-		for (e = p->head; e && e->seq < r->cursor; e = e->next)
-			;
+		e = pq_peek(&r->pr);
 		if (e)
 			break;
 		if (p->dead) {
@@ -639,11 +672,12 @@ int cube_proc_next(struct e2b_proc *r, struct e2b_event *ev, int timeout_ms)
 	ev->len = e->len;
 	ev->exit_code = e->exit_code;
 	ev->signal = e->signal;
-	snprintf(ev->error, sizeof(ev->error), "%s", e->error);
-	if (e->type == E2B_EV_END)
+	if (e->type == E2B_EV_END) {
+		snprintf(ev->error, sizeof(ev->error), "%s",
+			 (const char *)e->data);
 		r->end_sent = true;
-	r->cursor = e->seq + 1;
-	trim_locked(p);
+	}
+	account_locked(p, pq_advance(&p->q, &r->pr));
 	pthread_cond_broadcast(&t->cond);
 out:
 	pthread_mutex_unlock(&t->lock);
@@ -667,7 +701,7 @@ void cube_proc_reader_close(struct e2b_proc *r)
 			break;
 		}
 	}
-	trim_locked(p);
+	account_locked(p, pq_detach(&p->q, &r->pr));
 	proc_reap_locked(p);
 	pthread_mutex_unlock(&t->lock);
 	free(r->buf);

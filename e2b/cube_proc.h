@@ -22,6 +22,14 @@
 struct cube_proc;
 struct cube_proc_table;
 
+/*
+ * Commands one sandbox may run through the API at once (its agent serves
+ * no more sessions); output queued for slow readers is bounded per command
+ * and per sandbox in real bytes (cube_proc.c), with back-pressure to the
+ * guest beyond.
+ */
+#define CUBE_PROC_MAX	64
+
 int cube_proc_table_new(struct cube_proc_table **out);
 /* kills nothing: the commands die with their sandboxes */
 void cube_proc_table_free(struct cube_proc_table *t);
@@ -34,6 +42,9 @@ void cube_proc_table_free(struct cube_proc_table *t);
  * @env_extra: sandbox-wide variables, before @req's own (may be NULL)
  * @out: the reader (cube_proc_reader_close() it)
  * @msg: reason on failure
+ *
+ * Return: 0, -EAGAIN with CUBE_PROC_MAX commands of @sandbox running, or
+ * the agent's error.
  */
 int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 		    const struct e2b_start *req,
