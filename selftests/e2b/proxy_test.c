@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cube_net_addr.h"
@@ -383,6 +384,23 @@ TEST(proxy_refusals)
 	e2b_proxy_stop(p);
 }
 
+/*
+ * The proxy counts @want connections within 5 s (polled every 10 ms): a
+ * connection's thread unlinks it as it ends, after the close a client sees.
+ */
+static bool count_reaches(struct e2b_proxy *p, unsigned int want)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (e2b_proxy_count(p) == want)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return e2b_proxy_count(p) == want;
+}
+
 /* the connection @fd is closed by the proxy within @ms */
 static bool closed_within(int fd, int ms)
 {
@@ -425,7 +443,8 @@ TEST(proxy_closes_with_the_sandbox)
 	ASSERT_TRUE(strstr(buf, "502") != NULL);
 	sandbox7_dead = false;
 	/* every connection's thread is gone */
-	usleep(200 * 1000);
+	if (!count_reaches(p, 0))
+		TH_LOG("%u connections left", e2b_proxy_count(p));
 	ASSERT_EQ(e2b_proxy_count(p), 0);
 	e2b_proxy_stop(p);
 }
@@ -443,7 +462,10 @@ TEST(proxy_limits_clients)
 		fd[i] = dial(p);
 		ASSERT_GE(fd[i], 0);
 	}
-	usleep(100 * 1000);
+	/* the proxy has accepted all four before the fifth comes */
+	if (!count_reaches(p, 4))
+		TH_LOG("%u connections accepted, not 4", e2b_proxy_count(p));
+	ASSERT_EQ(e2b_proxy_count(p), 4);
 	fd[4] = dial(p);
 	ASSERT_GE(fd[4], 0);
 	read_for(fd[4], buf, sizeof(buf), 3000);
