@@ -86,20 +86,60 @@ TEST_F(agent, killed_by_signal)
 	output_free(&o);
 }
 
+struct acked_output {
+	struct output o;
+	const char *dir;
+};
+
+/*
+ * Collects the output, then tells the command how many lines the test has
+ * received: it creates DIR/seen.N, N counting the lines of both streams.
+ */
+static int collect_and_ack(void *ctx, enum cube_exec_event_type stream,
+			   const void *data, size_t len)
+{
+	struct acked_output *c = ctx;
+	char path[256];
+	size_t i, n = 0;
+	int fd;
+
+	collect_output(&c->o, stream, data, len);
+	for (i = 0; i < c->o.seq_len; i++)
+		n += c->o.seq[i] == '\n';
+	snprintf(path, sizeof(path), "%s/seen.%zu", c->dir, n);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/*
+ * Each line is written only once the test has received the one before
+ * (the command waits for DIR/seen.N, 5 s at most, else exits 9): the order
+ * is the command's, not that of two streams racing.  An agent that held
+ * back or merged a stream would leave the command waiting.
+ */
 TEST_F(agent, stdout_stderr_order)
 {
-	const char *argv[] = { "sh", "-c",
-		"echo o1; sleep 0.2; echo e1 >&2; sleep 0.2; echo o2; sleep 0.2; echo e2 >&2",
-		NULL };
+	char script[512];
+	const char *argv[] = { "sh", "-c", script, NULL };
+	struct cube_exec_spec spec = { .argv = argv };
+	struct acked_output c = { .dir = self->p.dir };
 	struct cube_exec_status st;
-	struct output o = { 0 };
 
-	run(self->a, argv, &o, &st);
-	EXPECT_STREQ(o.seq, "O:o1\nE:e1\nO:o2\nE:e2\n");
-	EXPECT_STREQ(o.out, "o1\no2\n");
-	EXPECT_STREQ(o.err, "e1\ne2\n");
+	snprintf(script, sizeof(script),
+		 "w() { i=0; while [ ! -e %s/seen.$1 ]; do "
+		 "[ $i -lt 500 ] || exit 9; sleep 0.01; i=$((i + 1)); done; }; "
+		 "echo o1; w 1; echo e1 >&2; w 2; echo o2; w 3; echo e2 >&2",
+		 self->p.dir);
+	ASSERT_EQ(cube_agent_exec(self->a, &spec, NULL, 0, collect_and_ack,
+				  &c, &st), 0);
+	EXPECT_STREQ(c.o.seq, "O:o1\nE:e1\nO:o2\nE:e2\n");
+	EXPECT_STREQ(c.o.out, "o1\no2\n");
+	EXPECT_STREQ(c.o.err, "e1\ne2\n");
+	EXPECT_TRUE(st.exited);
 	EXPECT_EQ(st.code, 0);
-	output_free(&o);
+	output_free(&c.o);
 }
 
 struct pattern_check {
