@@ -113,6 +113,15 @@ static struct json_object *sbx_json(const struct sbx *s)
 				       json_object_new_boolean(s->net.internet ==
 							       E2B_TRUE));
 	json_object_object_add(o, "network", e2b_net_json(&s->net));
+	if (s->auto_pause)
+		json_object_object_add(o, "auto_pause",
+				       json_object_new_boolean(true));
+	if (s->auto_resume)
+		json_object_object_add(o, "auto_resume",
+				       json_object_new_boolean(true));
+	if (s->timeout)
+		json_object_object_add(o, "timeout",
+				       json_object_new_int64(s->timeout));
 	kvs_to_json(o, "metadata", &s->metadata);
 	kvs_to_json(o, "env", &s->env);
 	return o;
@@ -227,6 +236,19 @@ static void sbx_from_json(struct sbx *s, struct json_object *o)
 			  json_object_object_get_ex(o, "allow_internet_access",
 						    &v) ? v : NULL,
 			  &s->net);
+	s->auto_pause = json_object_object_get_ex(o, "auto_pause", &v) &&
+			json_object_is_type(v, json_type_boolean) &&
+			json_object_get_boolean(v);
+	/* only with auto_pause, as the API takes it */
+	s->auto_resume = s->auto_pause &&
+			 json_object_object_get_ex(o, "auto_resume", &v) &&
+			 json_object_is_type(v, json_type_boolean) &&
+			 json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "timeout", &v) &&
+	    json_object_is_type(v, json_type_int) &&
+	    json_object_get_int64(v) > 0 &&
+	    json_object_get_int64(v) <= E2B_TIMEOUT_MAX)
+		s->timeout = json_object_get_int64(v);
 	kvs_from_json(o, "metadata", &s->metadata);
 	kvs_from_json(o, "env", &s->env);
 }
@@ -553,6 +575,8 @@ void cube_be_to_e2b(const struct sbx *s, struct e2b_sandbox *out)
 	out->end_at = s->end_at ? s->end_at : s->started_at + E2B_TIMEOUT_MAX;
 	out->vcpus = s->vcpus;
 	out->memory_mb = s->memory_mb;
+	out->auto_pause = s->auto_pause;
+	out->auto_resume = s->auto_resume;
 	strcpy(out->envd_token, s->token);
 	strcpy(out->traffic_token, s->traffic);
 	e2b_net_copy(&out->net, &s->net);
@@ -873,6 +897,14 @@ void cube_backend_free(struct cube_backend *b)
 
 	if (!b)
 		return;
+	/* the pauses at a timeout under way use the list and the socket */
+	pthread_mutex_lock(&b->lock);
+	while (b->auto_pausing) {
+		pthread_mutex_unlock(&b->lock);
+		usleep(20000);
+		pthread_mutex_lock(&b->lock);
+	}
+	pthread_mutex_unlock(&b->lock);
 	cube_proc_table_free(b->procs);
 	while ((s = b->list)) {
 		b->list = s->next;
@@ -898,7 +930,11 @@ int cube_backend_sync(struct cube_backend *b)
 	return ret;
 }
 
-/* paused sandboxes past their end are removed like running ones */
+/*
+ * Paused sandboxes past their end are removed like running ones, unless
+ * their timeout pauses them (lifecycle.onTimeout "pause"): those are kept
+ * paused until killed or resumed.
+ */
 static int expire_paused(time_t now)
 {
 	struct e2b_sandbox *v = NULL;
@@ -910,8 +946,10 @@ static int expire_paused(time_t now)
 	for (i = 0; i < n; i++) {
 		struct cube_be_paused p;
 
-		if (v[i].end_at <= now && !cube_be_paused_load(v[i].id, &p)) {
-			if (!cube_be_paused_remove(p.s.eid, p.snapshot))
+		if (!v[i].auto_pause && v[i].end_at <= now &&
+		    !cube_be_paused_load(v[i].id, &p)) {
+			if (p.s.end_at && p.s.end_at <= now &&
+			    !cube_be_paused_remove(p.s.eid, p.snapshot))
 				gone++;
 			cube_be_paused_free(&p);
 		}
@@ -932,8 +970,14 @@ int cube_backend_expire(struct cube_backend *b, time_t now)
 		int ret;
 
 		next = s->next;
-		if (!s->end_at || s->end_at > now)
+		if (!s->end_at || s->end_at > now || s->pausing)
 			continue;
+		if (s->auto_pause) {
+			/* lifecycle.onTimeout "pause": snapshotted, not killed */
+			if (!cube_be_auto_pause_locked(b, s))
+				n++;
+			continue;
+		}
 		ret = cube_nl_sandbox_kill(b->nl, s->id, 0);
 		if (ret && ret != -ENOENT)
 			continue;	/* tried again on the next tick */

@@ -28,7 +28,11 @@ struct e2b_backend cube_backend_e2b(struct cube_backend *b);
 
 /* reconcile with the module's dump (on start and after lost events) */
 int cube_backend_sync(struct cube_backend *b);
-/* kill every sandbox whose end time is past; returns how many */
+/*
+ * kill every sandbox whose end time is past, or pause it in the background
+ * when its timeout pauses it (lifecycle.onTimeout "pause"); returns how
+ * many
+ */
 int cube_backend_expire(struct cube_backend *b, time_t now);
 /* a sandbox is gone (exit event): forget it */
 void cube_backend_forget(struct cube_backend *b, uint64_t id);

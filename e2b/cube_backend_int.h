@@ -47,6 +47,14 @@ struct sbx {
 	/* the E2B id: the module id, or the first one of a resumed sandbox */
 	char eid[E2B_ID_MAX + 1];
 	bool pausing;			/* a pause is snapshotting it */
+	/* lifecycle: the end pauses it; then envd traffic resumes it */
+	bool auto_pause, auto_resume;
+	/*
+	 * the last timeout given (create, setTimeout), in seconds: an
+	 * auto-paused sandbox is kept with no end, and a resume gives it
+	 * this much again
+	 */
+	unsigned int timeout;
 	struct cube_cpu_sample {
 		uint64_t cpu_ns;	/* the VMM's user + system time */
 		uint64_t wall_ns;	/* CLOCK_MONOTONIC */
@@ -76,6 +84,7 @@ struct cube_backend {
 	struct cube_nl *nl;
 	struct sbx *list;
 	struct cube_proc_table *procs;
+	unsigned int auto_pausing;	/* threads pausing at a timeout */
 };
 
 /* --- cube_backend.c: the records; *_locked under b->lock --- */
@@ -142,6 +151,11 @@ int cube_be_set_timeout(void *be, const char *sid, unsigned int secs);
 int cube_be_fork(void *be, const char *sid, unsigned int secs,
 		 struct e2b_sandbox *out, char *msg);
 int cube_be_pause(void *be, const char *sid, char *msg);
+/*
+ * @s reached its end and its timeout pauses it: a thread snapshots it
+ * (kept paused with no end) while the caller goes on; locked.  0: started
+ */
+int cube_be_auto_pause_locked(struct cube_backend *b, struct sbx *s);
 int cube_be_resume(void *be, const char *sid, char *msg);
 int cube_be_metrics(void *be, const char *sid, struct e2b_metrics *out);
 int cube_be_metrics_history(void *be, const char *sid,

@@ -65,6 +65,9 @@ int cube_be_create(void *be, const struct e2b_new_sandbox *req,
 	ret = cube_be_adopt_started_locked(b, id, &s);
 	if (!ret) {
 		s->end_at = time(NULL) + req->timeout;
+		s->timeout = req->timeout;
+		s->auto_pause = req->auto_pause;
+		s->auto_resume = req->auto_pause && req->auto_resume;
 		e2b_kvs_free(&s->metadata);
 		e2b_kvs_free(&s->env);
 		e2b_net_free(&s->net);
@@ -189,6 +192,7 @@ int cube_be_set_timeout(void *be, const char *sid, unsigned int secs)
 	ret = cube_be_lookup_locked(b, sid, &s);
 	if (!ret) {
 		s->end_at = time(NULL) + secs;
+		s->timeout = secs;
 		ret = cube_be_meta_save(s);
 	} else if (ret == -ENOENT) {
 		struct cube_be_paused p;
@@ -197,6 +201,7 @@ int cube_be_set_timeout(void *be, const char *sid, unsigned int secs)
 		ret = cube_be_paused_load(sid, &p);
 		if (!ret) {
 			p.s.end_at = time(NULL) + secs;
+			p.s.timeout = secs;
 			ret = cube_be_paused_save(&p.s, p.snapshot);
 			cube_be_paused_free(&p);
 		}
@@ -288,9 +293,15 @@ out:
 	return ret;
 }
 
-int cube_be_pause(void *be, const char *sid, char *msg)
+/*
+ * Snapshot running sandbox @sid and stop its VM.  @at_end: its timeout
+ * pauses it, and cube_be_auto_pause_locked() marked it pausing already;
+ * it is kept paused with no end, unless it was given a new end meanwhile
+ * (-EAGAIN: it runs on).
+ */
+static int pause_sandbox(struct cube_backend *b, const char *sid, bool at_end,
+			 char *msg)
 {
-	struct cube_backend *b = be;
 	char err[CUBE_ERR_MAX] = "", snap[PATH_MAX], dir[PATH_MAX];
 	static unsigned int seq;
 	struct timespec now;
@@ -305,7 +316,7 @@ int cube_be_pause(void *be, const char *sid, char *msg)
 		cube_be_paused_free(&p);
 		ret = -EEXIST;
 	}
-	if (!ret && s->pausing)
+	if (!ret && s->pausing && !at_end)
 		ret = -EEXIST;
 	if (!ret) {
 		s->pausing = true;
@@ -334,8 +345,20 @@ int cube_be_pause(void *be, const char *sid, char *msg)
 		cube_remove_tree(snap);
 		ret = -ENOENT;
 	}
+	if (!ret && at_end && s->end_at > time(NULL)) {
+		/* given more time while it was snapshotted: it runs on */
+		cube_remove_tree(snap);
+		cube_sandbox_resume_vm(id);
+		ret = -EAGAIN;
+	}
 	if (!ret) {
+		time_t end = s->end_at;
+
+		/* paused at its end, it is kept until killed or resumed */
+		if (at_end)
+			s->end_at = 0;
 		ret = cube_be_paused_save(s, snap);
+		s->end_at = end;
 		if (ret) {
 			cube_remove_tree(snap);
 			cube_sandbox_resume_vm(id);
@@ -352,6 +375,73 @@ int cube_be_pause(void *be, const char *sid, char *msg)
 		s->pausing = false;
 	}
 	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+int cube_be_pause(void *be, const char *sid, char *msg)
+{
+	return pause_sandbox(be, sid, false, msg);
+}
+
+/* seconds before a pause at the end that failed is tried again */
+#define CUBE_AUTO_PAUSE_RETRY	30
+
+struct auto_pause {
+	struct cube_backend *b;
+	char eid[E2B_ID_MAX + 1];
+};
+
+static void *auto_pause_thread(void *arg)
+{
+	struct auto_pause *ap = arg;
+	struct cube_backend *b = ap->b;
+	char msg[E2B_MSG_MAX] = "";
+	struct sbx *s;
+	int ret;
+
+	ret = pause_sandbox(b, ap->eid, true, msg);
+	pthread_mutex_lock(&b->lock);
+	if (ret && ret != -ENOENT && ret != -EEXIST && ret != -EAGAIN)
+		/* its state is kept: not killed, tried again later */
+		fprintf(stderr, "cubed: cannot pause sandbox %s at its end: %s\n",
+			ap->eid, msg[0] ? msg : strerror(-ret));
+	for (s = b->list; ret && s; s = s->next) {
+		if (strcmp(s->eid, ap->eid))
+			continue;
+		/* marked by cube_be_auto_pause_locked(), and not paused */
+		s->pausing = false;
+		if (ret != -EAGAIN && s->end_at <= time(NULL))
+			s->end_at = time(NULL) + CUBE_AUTO_PAUSE_RETRY;
+	}
+	b->auto_pausing--;
+	pthread_mutex_unlock(&b->lock);
+	free(ap);
+	return NULL;
+}
+
+int cube_be_auto_pause_locked(struct cube_backend *b, struct sbx *s)
+{
+	struct auto_pause *ap = malloc(sizeof(*ap));
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret;
+
+	if (!ap)
+		return -ENOMEM;		/* the next tick */
+	ap->b = b;
+	strcpy(ap->eid, s->eid);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* no second pause starts while this one snapshots it */
+	s->pausing = true;
+	b->auto_pausing++;
+	ret = -pthread_create(&t, &attr, auto_pause_thread, ap);
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		s->pausing = false;
+		b->auto_pausing--;
+		free(ap);
+	}
 	return ret;
 }
 
@@ -418,6 +508,13 @@ int cube_be_resume(void *be, const char *sid, char *msg)
 		memset(&p.s.net, 0, sizeof(p.s.net));
 		s->started_at = p.s.started_at;
 		s->end_at = p.s.end_at;
+		s->timeout = p.s.timeout;
+		s->auto_pause = p.s.auto_pause;
+		s->auto_resume = p.s.auto_resume;
+		/* paused at its end: its timeout runs again from now */
+		if (s->end_at <= time(NULL))
+			s->end_at = time(NULL) + (s->timeout ? s->timeout :
+						  E2B_TIMEOUT_DEFAULT);
 		e2b_kvs_free(&s->metadata);
 		e2b_kvs_free(&s->env);
 		s->metadata = p.s.metadata;

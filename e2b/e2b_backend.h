@@ -59,7 +59,10 @@ struct e2b_new_sandbox {
 	struct e2b_kvs metadata;
 	struct e2b_kvs env;
 	struct e2b_net net;		/* allow_internet_access, network */
+	/* lifecycle: the timeout pauses it (autoPause) instead of killing it */
 	bool auto_pause;
+	/* and an envd request to it while paused resumes it (autoResume) */
+	bool auto_resume;
 };
 
 /** struct e2b_sandbox - what the control plane reports about a sandbox */
@@ -73,6 +76,8 @@ struct e2b_sandbox {
 	unsigned int memory_mb;
 	unsigned int disk_mb;
 	bool paused;
+	bool auto_pause;		/* lifecycle.onTimeout "pause" */
+	bool auto_resume;		/* lifecycle.autoResume */
 	char envd_token[E2B_TOKEN_LEN + 1];
 	/* "" unless network.allowPublicTraffic was false */
 	char traffic_token[E2B_TOKEN_LEN + 1];

@@ -477,8 +477,11 @@ static void do_connect(const struct e2b_api *api, const struct e2b_route *rt,
 		/* a concurrent resume won: the sandbox runs, as asked */
 		if (ret == -EEXIST && rt->id == E2B_R_CONNECT)
 			ret = 0;
+		e2b_sandbox_free(&sb);
+		/* its end as resumed (one paused at its end has a new one) */
+		if (!ret)
+			ret = b->ops->get(b->be, rt->sandbox, &sb);
 		if (ret) {
-			e2b_sandbox_free(&sb);
 			backend_error(resp, ret, rt->sandbox, msg);
 			return;
 		}

@@ -305,6 +305,36 @@ int e2b_parse_new_sandbox(const char *body, size_t len,
 		if (ret)
 			goto out;
 	}
+	v = field(o, "autoPauseMemory");
+	if (v) {
+		bool mem = true;
+
+		ret = get_bool(v, "autoPauseMemory", &mem, err);
+		if (ret)
+			goto out;
+		/* a pause always keeps the memory: no filesystem-only one */
+		if (!mem) {
+			ret = e2b_fail(err, "'autoPauseMemory' false (a filesystem-only pause) is not supported");
+			goto out;
+		}
+	}
+	v = field(o, "autoResume");
+	if (v) {
+		struct json_object *en;
+
+		if (!json_object_is_type(v, json_type_object) ||
+		    !json_object_object_get_ex(v, "enabled", &en)) {
+			ret = e2b_fail(err, "'autoResume' must be {\"enabled\": true|false}");
+			goto out;
+		}
+		ret = get_bool(en, "autoResume.enabled", &r.auto_resume, err);
+		if (ret)
+			goto out;
+		if (r.auto_resume && !r.auto_pause) {
+			ret = e2b_fail(err, "'autoResume' needs 'autoPause' (lifecycle.onTimeout 'pause')");
+			goto out;
+		}
+	}
 	v = field(o, "metadata");
 	if (v) {
 		ret = get_map(v, "metadata", &r.metadata, err);
@@ -482,6 +512,19 @@ static void add_common(struct json_object *o, const struct e2b_sandbox *sb)
 	json_object_object_add(o, "metadata", kvs_obj(&sb->metadata));
 }
 
+/* lifecycle {onTimeout, autoResume}: what the timeout does to it */
+static void add_lifecycle(struct json_object *o, const struct e2b_sandbox *sb)
+{
+	struct json_object *l = json_object_new_object();
+
+	if (!l)
+		return;
+	add_str(l, "onTimeout", sb->auto_pause ? "pause" : "kill");
+	json_object_object_add(l, "autoResume",
+			       json_object_new_boolean(sb->auto_resume));
+	json_object_object_add(o, "lifecycle", l);
+}
+
 struct json_object *e2b_json_sandbox_detail(const struct e2b_sandbox *sb)
 {
 	struct json_object *o = json_object_new_object();
@@ -496,6 +539,7 @@ struct json_object *e2b_json_sandbox_detail(const struct e2b_sandbox *sb)
 			       json_object_new_boolean(sb->net.internet ==
 						       E2B_TRUE));
 	json_object_object_add(o, "network", e2b_net_json(&sb->net));
+	add_lifecycle(o, sb);
 	return o;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// sdk_pause_test.mjs: pause, resume and metrics through the unmodified E2B
-// SDK (npm "e2b"), against cubed.  Run by run_sdk_test.sh from a folder
+// sdk_pause_test.mjs: pause, resume, the lifecycle (onTimeout 'pause',
+// autoResume) and metrics through the unmodified E2B SDK (npm "e2b"),
+// against cubed.  Run by run_sdk_test.sh from a folder
 // where "e2b" is installed, with
 //   E2B_API_URL=http://127.0.0.1:<api port>
 //   E2B_SANDBOX_URL=http://127.0.0.1:<envd port>
@@ -11,11 +12,15 @@
 // are killed before it ends.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox, SandboxNotFoundError, SandboxError } from 'e2b';
+import {
+  Sandbox, SandboxNotFoundError, SandboxError, TimeoutError,
+} from 'e2b';
 
 const template = process.env.CUBE_TEMPLATE || 'base';
 const made = new Set();
 let sbx;
+// the auto-paused sandbox and the command it ran before its pause
+let sbxAuto, bgPid;
 
 after(async () => {
   for (const id of made) {
@@ -140,6 +145,109 @@ test('the timeout still ends a paused sandbox', async () => {
   made.delete(p.sandboxId);
 });
 
+// poll (1 s apart, up to @secs) until @id's state is @want (undefined: gone)
+async function waitState(id, want, secs = 180) {
+  let state;
+  for (let i = 0; i < secs; i++) {
+    state = await stateOf(id);
+    if (state === want)
+      return state;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  return state;
+}
+
+test('onTimeout "pause": the timeout pauses it, state kept; connect resumes it', async (t) => {
+  // a short timeout: what runs below takes a few seconds
+  const p = await Sandbox.create(template, {
+    timeoutMs: 30_000, lifecycle: { onTimeout: 'pause' },
+  });
+  made.add(p.sandboxId);
+  const info = await p.getInfo();
+  assert.deepEqual(info.lifecycle, { onTimeout: 'pause', autoResume: false });
+  await p.files.write('/root/auto.txt', 'auto-paused\n');
+  await p.commands.run('echo in-memory > /tmp/auto-mem.txt');
+  const bg = await p.commands.run('sleep 3000', { background: true });
+  const t0 = Date.now();
+  assert.equal(await waitState(p.sandboxId, 'paused'), 'paused');
+  t.diagnostic(`paused ${Date.now() - t0} ms after the work`);
+  assert.equal((await Sandbox.getInfo(p.sandboxId)).state, 'paused');
+  // envd answers what E2B's proxy answers for a sandbox not running
+  assert.equal(await p.isRunning(), false);
+  await assert.rejects(p.files.read('/root/auto.txt'),
+    (e) => e instanceof TimeoutError);
+  // still paused: nothing resumed it
+  assert.equal(await stateOf(p.sandboxId), 'paused');
+  // kept past its end until resumed or killed
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.equal(await stateOf(p.sandboxId), 'paused');
+
+  const again = await Sandbox.connect(p.sandboxId, { timeoutMs: 600_000 });
+  assert.equal(await again.isRunning(), true);
+  const after = await again.getInfo();
+  assert.equal(after.state, 'running');
+  assert.deepEqual(after.lifecycle, { onTimeout: 'pause', autoResume: false });
+  // the new timeout is the one connect gave, not the past end
+  assert.ok(after.endAt.getTime() > Date.now() + 500_000,
+    `endAt ${after.endAt.toISOString()}`);
+  assert.equal(await again.files.read('/root/auto.txt'), 'auto-paused\n');
+  assert.equal((await again.commands.run('cat /tmp/auto-mem.txt')).stdout,
+    'in-memory\n');
+  t.diagnostic(`background pid ${bg.pid}`);
+  sbxAuto = again;
+  bgPid = bg.pid;
+});
+
+test('processes started before a pause are listed and reachable after it', {
+  todo: 'the guest agent ends a command when its connection breaks, and a ' +
+        'restored VM resets every connection: commands do not survive a pause yet',
+}, async () => {
+  const procs = await sbxAuto.commands.list();
+  assert.ok(procs.some((x) => x.pid === bgPid), `pid ${bgPid} listed`);
+  const h = await sbxAuto.commands.connect(bgPid);
+  assert.equal(h.pid, bgPid);
+  await h.kill();
+});
+
+test('a paused sandbox with autoResume is resumed by the next envd request', async (t) => {
+  const p = await Sandbox.create(template, {
+    timeoutMs: 30_000, lifecycle: { onTimeout: 'pause', autoResume: true },
+  });
+  made.add(p.sandboxId);
+  assert.deepEqual((await p.getInfo()).lifecycle,
+    { onTimeout: 'pause', autoResume: true });
+  await p.files.write('/root/resume.txt', 'on-traffic\n');
+  assert.equal(await waitState(p.sandboxId, 'paused'), 'paused');
+  const t0 = Date.now();
+  // the same handle, no connect: the request resumes it
+  assert.equal(await p.files.read('/root/resume.txt'), 'on-traffic\n');
+  t.diagnostic(`resumed by a read in ${Date.now() - t0} ms`);
+  assert.equal(await stateOf(p.sandboxId), 'running');
+  assert.equal((await p.commands.run('echo up')).stdout, 'up\n');
+  await p.kill();
+  made.delete(p.sandboxId);
+});
+
+test('without onTimeout "pause" the timeout kills it', async () => {
+  const p = await Sandbox.create(template, { timeoutMs: 10_000 });
+  made.add(p.sandboxId);
+  assert.deepEqual((await p.getInfo()).lifecycle,
+    { onTimeout: 'kill', autoResume: false });
+  assert.equal(await waitState(p.sandboxId, undefined, 120), undefined);
+  await assert.rejects(Sandbox.getInfo(p.sandboxId),
+    (e) => e instanceof SandboxNotFoundError);
+  assert.equal(await p.isRunning(), false);
+  made.delete(p.sandboxId);
+});
+
+test('lifecycle values the server cannot honour are refused', async () => {
+  // a filesystem-only pause: the memory is always kept here
+  await assert.rejects(Sandbox.create(template, {
+    timeoutMs: 30_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } },
+  }), (e) => e instanceof SandboxError && e.statusCode === 400 &&
+    /autoPauseMemory/.test(e.message));
+});
+
 test('createSnapshot() makes a template new sandboxes start from', async () => {
   const name = `sdk-snap-${process.pid}`;
   await sbx.commands.run('echo from-snapshot > /tmp/snap.txt');
@@ -169,5 +277,9 @@ test('createSnapshot() makes a template new sandboxes start from', async () => {
 test('the test killed what it made', async () => {
   await sbx.kill();
   made.delete(sbx.sandboxId);
+  if (sbxAuto) {
+    await sbxAuto.kill();
+    made.delete(sbxAuto.sandboxId);
+  }
   assert.equal(await stateOf(sbx.sandboxId), undefined);
 });

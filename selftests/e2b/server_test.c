@@ -3,7 +3,8 @@
  * server_test: the libmicrohttpd glue over real loopback sockets, with a
  * recording backend: body limits, both planes on their own ports,
  * multipart and octet-stream uploads streamed to the backend, downloads,
- * a chunked Connect stream, and pause / resume / metrics.
+ * a chunked Connect stream, pause / resume / metrics, and the lifecycle
+ * (autoPause, autoResume) as the control and envd planes see it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +29,8 @@ static char stored_data[4][256];
 static size_t stored_len[4];
 static int nstored, creates, pauses, resumes;
 static bool paused7;
+/* "7"'s lifecycle: what the last create asked */
+static bool autopause7, autoresume7;
 
 static int t_get(void *be, const char *id, struct e2b_sandbox *out)
 {
@@ -39,6 +42,8 @@ static int t_get(void *be, const char *id, struct e2b_sandbox *out)
 	strcpy(out->envd_token, "tok");
 	out->end_at = time(NULL) + 600;
 	out->paused = paused7;
+	out->auto_pause = autopause7;
+	out->auto_resume = autoresume7;
 	return 0;
 }
 
@@ -164,6 +169,8 @@ static int t_create(void *be, const struct e2b_new_sandbox *r,
 		    struct e2b_sandbox *out, char *msg)
 {
 	creates++;
+	autopause7 = r->auto_pause;
+	autoresume7 = r->auto_resume;
 	return t_get(be, "7", out);
 }
 
@@ -680,6 +687,90 @@ TEST(pause_and_resume)
 	r = api_req("POST", "/sandboxes/7/resume", "{}");
 	ASSERT_EQ(status_of(r), 200);
 	ASSERT_EQ(resumes, 2);
+	e2b_server_stop(srv);
+}
+
+static char *envd_get(const char *path)
+{
+	char req[512];
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\n" ENVD_HDRS "\r\n", path);
+	return http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+}
+
+TEST(lifecycle)
+{
+	static const char *bad[] = {
+		/* what the SDK refuses to send, and malformed values */
+		"{\"templateID\":\"base\",\"autoResume\":{\"enabled\":true}}",
+		"{\"templateID\":\"base\",\"autoPause\":false,\"autoResume\":{\"enabled\":true}}",
+		"{\"templateID\":\"base\",\"autoPause\":true,\"autoResume\":true}",
+		"{\"templateID\":\"base\",\"autoPause\":true,\"autoResume\":{}}",
+		"{\"templateID\":\"base\",\"autoPause\":true,\"autoResume\":{\"enabled\":1}}",
+		"{\"templateID\":\"base\",\"autoPause\":\"yes\"}",
+		/* a pause always keeps the memory */
+		"{\"templateID\":\"base\",\"autoPause\":true,\"autoPauseMemory\":false}",
+	};
+	unsigned int i;
+	char *r;
+
+	start();
+	paused7 = false;
+	creates = resumes = 0;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = api_req("POST", "/v2/sandboxes", bad[i]);
+		ASSERT_EQ(status_of(r), 400);
+	}
+	ASSERT_EQ(creates, 0);
+
+	/* the SDK's lifecycle {onTimeout: 'pause'}: paused, envd says 502 */
+	r = api_req("POST", "/v2/sandboxes",
+		    "{\"templateID\":\"base\",\"autoPause\":true,\"autoPauseMemory\":true}");
+	ASSERT_EQ(status_of(r), 201);
+	ASSERT_TRUE(autopause7);
+	ASSERT_FALSE(autoresume7);
+	r = api_req("GET", "/sandboxes/7", NULL);
+	ASSERT_TRUE(strstr(r, "\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":false}") != NULL);
+	r = envd_get("/health");
+	ASSERT_EQ(status_of(r), 204);
+	paused7 = true;
+	/* isRunning() is false on 502; every other request is refused too */
+	r = envd_get("/health");
+	ASSERT_EQ(status_of(r), 502);
+	ASSERT_TRUE(strstr(r, "sandbox is paused") != NULL);
+	r = envd_get("/files?path=/a");
+	ASSERT_EQ(status_of(r), 502);
+	ASSERT_TRUE(paused7);
+	ASSERT_EQ(resumes, 0);
+	/* a wrong token is told so, and resumes nothing */
+	r = http(E2B_PLANE_ENVD, "GET /health HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: 7\r\n"
+		 "X-Access-Token: bad\r\nConnection: close\r\n\r\n", NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 401);
+	ASSERT_EQ(resumes, 0);
+
+	/* ... with autoResume: the next envd request resumes it */
+	r = api_req("POST", "/v2/sandboxes",
+		    "{\"templateID\":\"base\",\"autoPause\":true,\"autoResume\":{\"enabled\":true}}");
+	ASSERT_EQ(status_of(r), 201);
+	ASSERT_TRUE(autoresume7);
+	r = api_req("GET", "/sandboxes/7", NULL);
+	ASSERT_TRUE(strstr(r, "\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true}") != NULL);
+	paused7 = true;
+	r = envd_get("/health");
+	ASSERT_EQ(status_of(r), 204);
+	ASSERT_EQ(resumes, 1);
+	ASSERT_FALSE(paused7);
+	r = envd_get("/health");
+	ASSERT_EQ(status_of(r), 204);
+	ASSERT_EQ(resumes, 1);
+
+	/* no lifecycle: the timeout kills it */
+	r = api_req("POST", "/v2/sandboxes", "{\"templateID\":\"base\"}");
+	ASSERT_EQ(status_of(r), 201);
+	ASSERT_FALSE(autopause7);
+	r = api_req("GET", "/sandboxes/7", NULL);
+	ASSERT_TRUE(strstr(r, "\"lifecycle\":{\"onTimeout\":\"kill\",\"autoResume\":false}") != NULL);
+	autopause7 = autoresume7 = false;
 	e2b_server_stop(srv);
 }
 
