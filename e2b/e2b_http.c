@@ -189,7 +189,7 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 	const struct e2b_backend *b = &api->backend;
 	struct e2b_sandbox sb = { 0 };
 	const char *id, *port, *token;
-	bool ok;
+	bool ok, paused, auto_resume;
 	int ret;
 
 	memset(ec, 0, sizeof(*ec));
@@ -225,11 +225,29 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 	}
 	token = req->header(req->ctx, "X-Access-Token");
 	ok = !sb.envd_token[0] || e2b_secret_equal(sb.envd_token, token);
+	paused = sb.paused;
+	auto_resume = sb.auto_resume;
 	e2b_sandbox_free(&sb);
 	if (!ok) {
 		envd_error(resp, rpc, 401, CF_UNAUTHENTICATED,
 			   "invalid or missing access token");
 		return -EACCES;
+	}
+	/*
+	 * A paused sandbox answers 502 as E2B's proxy does (the SDK's
+	 * isRunning() is false), unless it resumes on traffic (autoResume)
+	 */
+	if (paused) {
+		char msg[E2B_MSG_MAX] = "";
+
+		ret = auto_resume && b->ops->resume ?
+		      b->ops->resume(b->be, id, msg) : -EHOSTDOWN;
+		if (ret && ret != -EEXIST) {	/* -EEXIST: resumed meanwhile */
+			envd_error(resp, rpc, 502, CF_UNAVAILABLE,
+				   ret == -EHOSTDOWN ? "sandbox is paused" :
+				   msg[0] ? msg : "sandbox cannot be resumed");
+			return ret;
+		}
 	}
 	if (e2b_basic_user(req->header(req->ctx, "Authorization"), ec->user)) {
 		envd_error(resp, rpc, 401, CF_UNAUTHENTICATED,
