@@ -624,6 +624,9 @@ static int start_one(struct e2b_server *s, const struct e2b_server_config *cfg,
 {
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
+	unsigned int conns = cfg->max_conns ?: E2B_SERVER_CONNS_DEFAULT;
+	unsigned int per_client = cfg->max_per_client ?: (conns * 3 + 3) / 4;
+	unsigned int idle = cfg->idle_secs ?: E2B_SERVER_IDLE_DEFAULT;
 
 	if (inet_pton(AF_INET, cfg->addr ? cfg->addr : "127.0.0.1",
 		      &sa.sin_addr) != 1)
@@ -636,9 +639,10 @@ static int start_one(struct e2b_server *s, const struct e2b_server_config *cfg,
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
 		port, NULL, NULL, handler, pc,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned int)(cfg->max_conns ? cfg->max_conns : 256),
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)0,
+		MHD_OPTION_CONNECTION_LIMIT, conns,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		per_client < conns ? per_client : conns,
+		MHD_OPTION_CONNECTION_TIMEOUT, idle,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
 		MHD_OPTION_END);
 	if (!s->d[plane])

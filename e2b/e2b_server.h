@@ -21,7 +21,14 @@
  * @api_port: control-plane port (0: any free port)
  * @envd_port: envd port (0: any free port)
  * @api: keys and backend; must outlive the server
- * @max_conns: connection limit per port
+ * @max_conns: connection limit per port (0: %E2B_SERVER_CONNS_DEFAULT)
+ * @max_per_client: connections one client address may hold per port (0:
+ *	three quarters of @max_conns, so one client never takes them all)
+ * @idle_secs: a connection silent this long is closed (0:
+ *	%E2B_SERVER_IDLE_DEFAULT); streams send a keepalive every 30 s.  The
+ *	count also runs while a handler works (libmicrohttpd sees no traffic
+ *	then), so it must exceed the longest one: a create waits up to
+ *	CUBE_BOOT_TIMEOUT (120 s) for its guest
  */
 struct e2b_server_config {
 	const char *addr;
@@ -29,7 +36,12 @@ struct e2b_server_config {
 	uint16_t envd_port;
 	const struct e2b_api *api;
 	unsigned int max_conns;
+	unsigned int max_per_client;
+	unsigned int idle_secs;
 };
+
+#define E2B_SERVER_CONNS_DEFAULT	256
+#define E2B_SERVER_IDLE_DEFAULT		300
 
 struct e2b_server;
 

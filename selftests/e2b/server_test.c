@@ -3,12 +3,14 @@
  * server_test: the libmicrohttpd glue over real loopback sockets, with a
  * recording backend: body limits, both planes on their own ports,
  * multipart and octet-stream uploads streamed to the backend, downloads,
- * a chunked Connect stream, pause / resume / metrics, and the lifecycle
- * (autoPause, autoResume) as the control and envd planes see it.
+ * a chunked Connect stream, pause / resume / metrics, the lifecycle
+ * (autoPause, autoResume) as the control and envd planes see it, and the
+ * per-client connection limit and idle timeout.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1198,6 +1200,99 @@ TEST(snapshots)
 	ASSERT_EQ(status_of(r), 409);
 	ASSERT_STREQ(snap_name, "s1");
 	paused7 = false;
+	e2b_server_stop(srv);
+}
+
+/* a connected socket to @plane's port */
+static int dial(enum e2b_plane plane)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd;
+
+	sa.sin_port = htons(e2b_server_port(srv, plane));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* what @fd answers before the server closes it, within @ms; -1: no close */
+static ssize_t answer_then_close(int fd, char *buf, size_t cap, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+	ssize_t n;
+
+	for (;;) {
+		if (poll(&p, 1, ms) <= 0)
+			return -1;
+		n = read(fd, buf + got, cap - 1 - got);
+		if (n <= 0)
+			break;	/* EOF, or reset */
+		got += n;
+		if (got == cap - 1)
+			break;
+	}
+	buf[got] = '\0';
+	return got;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * One client address holds at most max_per_client connections of a port:
+ * the next is closed unanswered; a connection silent for idle_secs is
+ * closed, and its slot serves the next client again.
+ */
+TEST(per_client_limit_and_idle_timeout)
+{
+	struct e2b_server_config cfg = {
+		.addr = "127.0.0.1", .api = &api,
+		.max_conns = 4, .max_per_client = 2, .idle_secs = 1,
+	};
+	static const char get[] = "GET /sandboxes HTTP/1.1\r\nHost: x\r\n"
+				  "X-API-Key: k\r\nConnection: close\r\n\r\n";
+	char buf[512];
+	int a, b, c, d;
+	double t0;
+
+	ASSERT_EQ(e2b_keys_add(&keys, "k"), 0);
+	api.keys = &keys;
+	api.backend.ops = &ops;
+	ASSERT_EQ(e2b_server_start(&cfg, &srv), 0);
+	t0 = mono_s();
+	a = dial(E2B_PLANE_API);
+	b = dial(E2B_PLANE_API);
+	ASSERT_GE(a, 0);
+	ASSERT_GE(b, 0);
+	/* the third of this address: closed before it is read */
+	c = dial(E2B_PLANE_API);
+	ASSERT_GE(c, 0);
+	(void)!write(c, get, strlen(get));
+	EXPECT_EQ(answer_then_close(c, buf, sizeof(buf), 5000), 0);
+	close(c);
+	/* the two silent ones are closed once idle, not before */
+	EXPECT_EQ(answer_then_close(a, buf, sizeof(buf), 10000), 0);
+	EXPECT_EQ(answer_then_close(b, buf, sizeof(buf), 10000), 0);
+	EXPECT_GE(mono_s() - t0, 0.9);
+	close(a);
+	close(b);
+	/* their slots serve again */
+	d = dial(E2B_PLANE_API);
+	ASSERT_GE(d, 0);
+	ASSERT_EQ(write(d, get, strlen(get)), (ssize_t)strlen(get));
+	EXPECT_GT(answer_then_close(d, buf, sizeof(buf), 10000), 0);
+	EXPECT_EQ(strncmp(buf, "HTTP/1.1 200", 12), 0);
+	close(d);
 	e2b_server_stop(srv);
 }
 
