@@ -194,6 +194,13 @@ typedef int (*cube_dirent_fn)(void *ctx, const char *name,
 			      const struct cube_agent_stat *st);
 int cube_agent_list(struct cube_agent *a, const char *path, cube_dirent_fn fn,
 		    void *ctx);
+/*
+ * Files and directories that later writes and mkdirs of @a create belong
+ * to @user (a name of the sandbox's /etc/passwd, or a uid), not to root
+ * (NULL again: root).  Those requests then fail with -ESRCH when the
+ * sandbox has no such user.  The agent must speak version 3.
+ */
+int cube_agent_set_owner(struct cube_agent *a, const char *user);
 /* @mode 0: 0755.  @parents: like mkdir -p (an existing directory is fine). */
 int cube_agent_mkdir(struct cube_agent *a, const char *path, uint32_t mode,
 		     bool parents);

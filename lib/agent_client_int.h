@@ -23,6 +23,7 @@ struct cube_agent {
 	uint8_t *out;
 	size_t out_len, out_cap;
 	char errmsg[CUBE_AGENT_MAX_MESSAGE + 64];
+	char owner[CUBE_AGENT_MAX_NAME];	/* USER of writes, mkdirs; "" none */
 	/* the running command */
 	bool exec_active;
 	bool stdin_closed;

@@ -4,6 +4,7 @@
  * streamed in CUBE_AGENT_CHUNK pieces; nothing is held whole in memory.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,8 @@ int cube_agent_write_file_meta(struct cube_agent *a, const char *path,
 		cube_wire_put_flag(&b, CUBE_ATTR_APPEND);
 	if (meta)
 		cube_wire_put_str(&b, CUBE_ATTR_META, meta);
+	if (a->owner[0])
+		cube_wire_put_str(&b, CUBE_ATTR_USER, a->owner);
 	err = client_send(a, &b);
 	if (!err)
 		err = client_expect(a, id, CUBE_MSG_OK, &m);
@@ -306,6 +309,21 @@ int cube_agent_list(struct cube_agent *a, const char *path, cube_dirent_fn fn,
 	return 0;
 }
 
+int cube_agent_set_owner(struct cube_agent *a, const char *user)
+{
+	int err;
+
+	if (!user) {
+		a->owner[0] = '\0';
+		return 0;
+	}
+	err = client_check_string(a, "user", user, CUBE_AGENT_MAX_NAME);
+	if (err)
+		return err;
+	snprintf(a->owner, sizeof(a->owner), "%s", user);
+	return 0;
+}
+
 int cube_agent_mkdir(struct cube_agent *a, const char *path, uint32_t mode,
 		     bool parents)
 {
@@ -324,6 +342,8 @@ int cube_agent_mkdir(struct cube_agent *a, const char *path, uint32_t mode,
 		cube_wire_put_u32(&b, CUBE_ATTR_MODE, mode);
 	if (parents)
 		cube_wire_put_flag(&b, CUBE_ATTR_PARENTS);
+	if (a->owner[0])
+		cube_wire_put_str(&b, CUBE_ATTR_USER, a->owner);
 	return client_simple(a, &b, id);
 }
 

@@ -50,6 +50,7 @@ static const struct cube_wire_policy pol_file_write = {
 	U32(CUBE_ATTR_MODE),
 	FLAG(CUBE_ATTR_APPEND),
 	STR(CUBE_ATTR_META, CUBE_AGENT_MAX_STRING),
+	STR(CUBE_ATTR_USER, CUBE_AGENT_MAX_NAME),
 	.required = REQ(CUBE_ATTR_PATH),
 };
 
@@ -62,6 +63,7 @@ static const struct cube_wire_policy pol_mkdir = {
 	STR(CUBE_ATTR_PATH, CUBE_AGENT_MAX_STRING),
 	U32(CUBE_ATTR_MODE),
 	FLAG(CUBE_ATTR_PARENTS),
+	STR(CUBE_ATTR_USER, CUBE_AGENT_MAX_NAME),
 	.required = REQ(CUBE_ATTR_PATH),
 };
 

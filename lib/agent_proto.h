@@ -22,7 +22,7 @@
 #define CUBE_AGENT_VSOCK_PORT		1024
 
 /* Bumped when a message or attribute is added. */
-#define CUBE_AGENT_PROTO_VERSION	2
+#define CUBE_AGENT_PROTO_VERSION	3
 
 /* Bounds, enforced by both sides on every message. */
 #define CUBE_AGENT_MAX_PAYLOAD		(128 * 1024)
@@ -78,11 +78,11 @@ enum cube_agent_msg {
 	CUBE_MSG_STDIN_CLOSE	= 0x12,	/* close the command's stdin */
 	CUBE_MSG_SIGNAL		= 0x13,	/* SIGNAL: to the command's group */
 	CUBE_MSG_RESIZE		= 0x14,	/* ROWS COLS: the command's pty */
-	CUBE_MSG_FILE_WRITE	= 0x20,	/* PATH MODE? APPEND? META? -> OK, then DATA* END */
+	CUBE_MSG_FILE_WRITE	= 0x20,	/* PATH MODE? APPEND? META? USER? -> OK, then DATA* END */
 	CUBE_MSG_FILE_READ	= 0x21,	/* PATH -> DATA* END | ERROR */
 	CUBE_MSG_LIST		= 0x22,	/* PATH -> DIRENT* END | ERROR */
 	CUBE_MSG_STAT		= 0x23,	/* PATH -> STAT | ERROR */
-	CUBE_MSG_MKDIR		= 0x24,	/* PATH MODE? PARENTS? -> OK | ERROR */
+	CUBE_MSG_MKDIR		= 0x24,	/* PATH MODE? PARENTS? USER? -> OK | ERROR */
 	CUBE_MSG_REMOVE		= 0x25,	/* PATH RECURSIVE? -> OK | ERROR */
 	CUBE_MSG_RENAME		= 0x26,	/* PATH NEWPATH -> OK | ERROR */
 	CUBE_MSG_WATCH		= 0x27,	/* PATH [RECURSIVE] -> OK, then FS_EVENT*; ERROR */

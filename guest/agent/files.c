@@ -29,6 +29,9 @@ struct write_state {
 	char tmp[64];
 	char path[CUBE_AGENT_MAX_STRING];
 	char *meta;		/* META: set on the file before it is in place */
+	bool chown;		/* USER: the file becomes @uid:@gid's */
+	uid_t uid;
+	gid_t gid;
 };
 
 /*
@@ -85,9 +88,33 @@ static int get_mode(const struct cube_wire_msg *m, uint32_t def, uint32_t *mode)
 	return (*mode & ~07777U) ? -EINVAL : 0;
 }
 
+/*
+ * USER of a FILE_WRITE or MKDIR: who what it creates belongs to.  0 with
+ * *@u filled (or @u NULL: no USER), else the ERROR already sent (ESRCH for
+ * a user the sandbox does not have) with 1 or the connection's error.
+ */
+static int get_owner(struct session *s, const struct cube_wire_msg *m,
+		     struct agent_user **u, struct agent_user *buf, int *ret)
+{
+	const struct cube_agent_attr *a = m->first[CUBE_ATTR_USER];
+
+	*u = NULL;
+	if (!a)
+		return 0;
+	if (user_lookup(s->cfg, cube_wire_value(a), buf)) {
+		*ret = session_send_error(s, m->id, ESRCH,
+					  "no user '%s' in the sandbox",
+					  (const char *)cube_wire_value(a));
+		return 1;
+	}
+	*u = buf;
+	return 0;
+}
+
 static int write_open(struct session *s, const struct cube_wire_msg *m,
 		      const char *path)
 {
+	struct agent_user ubuf, *u;
 	struct write_state *w;
 	struct stat st;
 	uint32_t mode;
@@ -96,10 +123,17 @@ static int write_open(struct session *s, const struct cube_wire_msg *m,
 	if (get_mode(m, 0644, &mode))
 		return session_send_error(s, m->id, EINVAL,
 					  "mode %#o has bits beyond 07777", mode);
+	if (get_owner(s, m, &u, &ubuf, &err))
+		return err;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return session_send_error(s, m->id, ENOMEM, "out of memory");
 	w->id = m->id;
+	if (u) {
+		w->chown = true;
+		w->uid = u->uid;
+		w->gid = u->gid;
+	}
 	w->fd = -1;
 	w->append = m->first[CUBE_ATTR_APPEND];
 	if (m->first[CUBE_ATTR_META]) {
@@ -173,6 +207,8 @@ static int write_end(struct session *s, const struct cube_wire_msg *m)
 
 	if (!err && a && cube_wire_u64(a) != w->size)
 		err = EIO;
+	if (!err && w->chown && fchown(w->fd, w->uid, w->gid) < 0)
+		err = errno;
 	/* the metadata: set before the file replaces the old one, or not at all */
 	if (!err && w->meta &&
 	    fsetxattr(w->fd, CUBE_AGENT_META_XATTR, w->meta, strlen(w->meta), 0) < 0)
@@ -375,8 +411,9 @@ static int stat_path(struct session *s, uint32_t id, const char *path)
 	return session_send(s, &b);
 }
 
+/* a directory made here (not one that already exists) is @owner's */
 static int mkdir_one(const struct agent_config *cfg, const char *path,
-		     mode_t mode, bool exist_ok)
+		     mode_t mode, bool exist_ok, const struct agent_user *owner)
 {
 	char name[NAME_MAX + 1];
 	struct stat st;
@@ -390,6 +427,9 @@ static int mkdir_one(const struct agent_config *cfg, const char *path,
 		if (r == -EEXIST && exist_ok && !fstatat(dfd, name, &st, 0) &&
 		    S_ISDIR(st.st_mode))
 			r = 0;
+	} else if (owner && fchownat(dfd, name, owner->uid, owner->gid,
+				     AT_SYMLINK_NOFOLLOW) < 0) {
+		r = -errno;
 	}
 	close(dfd);
 	return r;
@@ -400,6 +440,7 @@ static int make_dir(struct session *s, const struct cube_wire_msg *m,
 {
 	bool parents = m->first[CUBE_ATTR_PARENTS];
 	char buf[CUBE_AGENT_MAX_STRING];
+	struct agent_user ubuf, *u;
 	uint32_t mode;
 	char *p;
 	int r;
@@ -407,19 +448,21 @@ static int make_dir(struct session *s, const struct cube_wire_msg *m,
 	if (get_mode(m, 0755, &mode))
 		return session_send_error(s, m->id, EINVAL,
 					  "mode %#o has bits beyond 07777", mode);
+	if (get_owner(s, m, &u, &ubuf, &r))
+		return r;
 	if (parents) {
 		snprintf(buf, sizeof(buf), "%s", path);
 		for (p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
 			if (p[-1] == '/')
 				continue;
 			*p = 0;
-			r = mkdir_one(s->cfg, buf, 0755, true);
+			r = mkdir_one(s->cfg, buf, 0755, true, u);
 			*p = '/';
 			if (r)
 				return path_error(s, m->id, -r, "mkdir", buf);
 		}
 	}
-	r = mkdir_one(s->cfg, path, mode, parents);
+	r = mkdir_one(s->cfg, path, mode, parents, u);
 	if (r)
 		return path_error(s, m->id, -r, "mkdir", path);
 	return session_send_ok(s, m->id);

@@ -6,6 +6,7 @@
  * try to leave the root, and identity/reseed outside a guest.
  */
 #include <dirent.h>
+#include <pwd.h>
 
 #include "agent_test.h"
 
@@ -239,6 +240,50 @@ static void sort_names(struct names *n)
 	for (k = 0; k < i; k++)
 		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", k ? " " : "", words[k]);
 	strcpy(n->list, out);
+}
+
+/* USER of writes and mkdirs: what they create is that user's */
+TEST_F(files, owner)
+{
+	char d[256], f[300], deep[300], old[300];
+	struct cube_agent_stat st;
+	struct passwd *pw = getpwnam("nobody");
+
+	if (geteuid() != 0 || !pw)
+		SKIP("giving files away needs root and a user nobody");
+	in_dir(&self->p, d, sizeof(d), "owned");
+	ASSERT_EQ(mkdir(d, 0755), 0);
+	snprintf(old, sizeof(old), "%s/old", d);
+	ASSERT_EQ(cube_agent_write_buf(self->a, old, 0, "r", 1), 0);
+	ASSERT_EQ(cube_agent_set_owner(self->a, "nobody"), 0);
+	snprintf(deep, sizeof(deep), "%s/a/b", d);
+	ASSERT_EQ(cube_agent_mkdir(self->a, deep, 0, true), 0);
+	ASSERT_EQ(cube_agent_stat(self->a, deep, &st), 0);
+	EXPECT_EQ(st.uid, pw->pw_uid);
+	EXPECT_EQ(st.gid, pw->pw_gid);
+	/* a directory that was there keeps its owner */
+	ASSERT_EQ(cube_agent_stat(self->a, d, &st), 0);
+	EXPECT_EQ(st.uid, 0);
+	snprintf(f, sizeof(f), "%s/a/b/f", d);
+	ASSERT_EQ(cube_agent_write_buf(self->a, f, 0, "x", 1), 0);
+	ASSERT_EQ(cube_agent_stat(self->a, f, &st), 0);
+	EXPECT_EQ(st.uid, pw->pw_uid);
+	/* a file written again becomes the writer's */
+	ASSERT_EQ(cube_agent_write_buf(self->a, old, 0, "n", 1), 0);
+	ASSERT_EQ(cube_agent_stat(self->a, old, &st), 0);
+	EXPECT_EQ(st.uid, pw->pw_uid);
+	/* an unknown user: refused, nothing made */
+	ASSERT_EQ(cube_agent_set_owner(self->a, "no-such-user"), 0);
+	snprintf(f, sizeof(f), "%s/ghost", d);
+	EXPECT_EQ(cube_agent_write_buf(self->a, f, 0, "x", 1), -ESRCH);
+	EXPECT_TRUE(strstr(cube_agent_error(self->a), "no-such-user") != NULL);
+	EXPECT_EQ(cube_agent_mkdir(self->a, f, 0, false), -ESRCH);
+	EXPECT_EQ(cube_agent_stat(self->a, f, &st), -ENOENT);
+	/* root again */
+	ASSERT_EQ(cube_agent_set_owner(self->a, NULL), 0);
+	ASSERT_EQ(cube_agent_write_buf(self->a, f, 0, "x", 1), 0);
+	ASSERT_EQ(cube_agent_stat(self->a, f, &st), 0);
+	EXPECT_EQ(st.uid, 0);
 }
 
 TEST_F(files, directories)
