@@ -38,18 +38,34 @@ static int agent_for(struct cube_backend *b, const char *sid,
 	return cube_be_sandbox_id(b, sid, &id) ?: agent_for_id(id, a);
 }
 
-/* A path relative to the user's home becomes absolute. */
+/*
+ * A path relative to the user's home becomes absolute; "~", "~/...", "."
+ * and "./..." name the home too, as in envd.  envd always names the user
+ * ("" only from another caller: root).
+ */
 static int resolve(const char *user, const char *path, char *out, size_t len)
 {
+	char home[E2B_USER_MAX + 8];
 	int n;
 
-	if (path[0] == '/')
+	if (path[0] == '/') {
 		n = snprintf(out, len, "%s", path);
-	else if (!user[0] || !strcmp(user, "root"))
-		n = snprintf(out, len, "/root/%s", path);
+		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	}
+	if (!user[0] || !strcmp(user, "root"))
+		snprintf(home, sizeof(home), "/root");
 	else
-		n = snprintf(out, len, "/home/%s/%s", user, path);
+		snprintf(home, sizeof(home), "/home/%s", user);
+	if ((path[0] == '~' || path[0] == '.') && (!path[1] || path[1] == '/'))
+		path += path[1] ? 2 : 1;
+	n = snprintf(out, len, "%s%s%s", home, path[0] ? "/" : "", path);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* what @a creates from now on is @user's (root's for "") */
+static int own_as(struct cube_agent *a, const char *user)
+{
+	return cube_agent_set_owner(a, user[0] ? user : NULL);
 }
 
 static void owner_name(uint32_t uid, char *buf, size_t len)
@@ -273,7 +289,7 @@ int cube_be_fs_mkdir(void *be, const char *sid, const char *user,
 	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
 	if (ret)
 		return ret;
-	ret = cube_agent_stat(a, p, &st);
+	ret = own_as(a, user) ?: cube_agent_stat(a, p, &st);
 	if (!ret)
 		ret = -EEXIST;
 	else if (ret == -ENOENT)
@@ -329,6 +345,7 @@ struct e2b_file {
 	size_t len, cap, off;
 	bool write;
 	char *meta;			/* "key=value\n" lines, or NULL */
+	char user[E2B_USER_MAX + 1];	/* whose the file becomes */
 };
 
 static int sink(void *ctx, const void *buf, size_t len)
@@ -432,6 +449,7 @@ int cube_be_file_write_meta(void *be, const char *sid, const char *user,
 	}
 	f->id = id;
 	f->write = true;
+	snprintf(f->user, sizeof(f->user), "%s", user);
 	*out = f;
 	return 0;
 }
@@ -452,9 +470,10 @@ int cube_be_file_close(struct e2b_file *f, bool commit,
 	if (f->write && commit) {
 		ret = agent_for_id(f->id, &a);
 		if (!ret) {
+			ret = own_as(a, f->user);
 			snprintf(dir, sizeof(dir), "%s", f->path);
 			slash = strrchr(dir, '/');
-			if (slash && slash != dir) {
+			if (!ret && slash && slash != dir) {
 				*slash = '\0';
 				ret = cube_agent_mkdir(a, dir, 0755, true);
 			}

@@ -13,6 +13,50 @@
 #include "e2b_http.h"
 #include "e2b_json.h"
 
+/*
+ * envd's default user, as E2B's: who a request naming no user (no
+ * Authorization: Basic, no username) runs commands and writes files as.
+ * root only when asked for.
+ */
+#define ENVD_DEFAULT_USER	"user"
+
+static const char *envd_user(const char *user)
+{
+	return user && user[0] ? user : ENVD_DEFAULT_USER;
+}
+
+/* a relative path is the user's home's ("~", "~/...", "." and "./..." too) */
+static char *home_path(const char *path, const char *user)
+{
+	char *s;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if ((path[0] == '~' || path[0] == '.') && (!path[1] || path[1] == '/'))
+		path += path[1] ? 2 : 1;
+	if (!strcmp(user, "root"))
+		return asprintf(&s, "/root%s%s", path[0] ? "/" : "", path) < 0 ?
+		       NULL : s;
+	return asprintf(&s, "/home/%s%s%s", user, path[0] ? "/" : "", path) < 0 ?
+	       NULL : s;
+}
+
+/*
+ * -ESRCH from the agent: the sandbox has no such user.  envd refuses that
+ * as unauthenticated (401), naming the user.
+ */
+static void no_user_msg(char *msg, const char *given)
+{
+	if (given && given[0])
+		snprintf(msg, E2B_MSG_MAX,
+			 "invalid username: '%s': the sandbox has no such user",
+			 given);
+	else
+		snprintf(msg, E2B_MSG_MAX,
+			 "invalid default user: '%s': the sandbox has no such user (its template's root file system has no account '%s')",
+			 ENVD_DEFAULT_USER, ENVD_DEFAULT_USER);
+}
+
 /* --- answers --- */
 
 static void rpc_ok(struct e2b_response *resp, struct json_object *o)
@@ -43,6 +87,8 @@ static unsigned int file_status(int err)
 	case ENOSPC:
 	case EDQUOT:
 		return 507;
+	case ESRCH:
+		return 401;		/* no such user */
 	default:
 		return e2b_status_from_errno(err);
 	}
@@ -203,11 +249,28 @@ static void do_start(const struct e2b_api *api, const struct e2b_envd_ctx *ec,
 		e2b_reply_stream_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
 		return;
 	}
-	strcpy(st.user, ec->user);
+	snprintf(st.user, sizeof(st.user), "%s", envd_user(ec->user));
+	if (st.proc.cwd && st.proc.cwd[0] != '/') {
+		char *abs = home_path(st.proc.cwd, st.user);
+
+		if (!abs) {
+			e2b_start_free(&st);
+			e2b_reply_stream_error(resp, CF_RESOURCE_EXHAUSTED,
+					       "out of memory");
+			return;
+		}
+		free(st.proc.cwd);
+		st.proc.cwd = abs;
+	}
 	/* as envd: the call's deadline ends the command too */
 	st.timeout_ms = ec->timeout_ms;
 	ret = b->ops->proc_start(b->be, ec->sandbox, &st, &p, msg);
 	e2b_start_free(&st);
+	if (ret == -ESRCH) {
+		no_user_msg(msg, ec->user);
+		e2b_reply_stream_error(resp, CF_UNAUTHENTICATED, "%s", msg);
+		return;
+	}
 	if (ret) {
 		e2b_reply_stream_error(resp, cf_code_from_errno(ret), "%s",
 				       msg[0] ? msg : strerror(-ret));
@@ -454,6 +517,7 @@ static void do_fs(const struct e2b_api *api, const struct e2b_route *rt,
 		  const struct e2b_envd_ctx *ec, struct e2b_response *resp)
 {
 	const struct e2b_backend *b = &api->backend;
+	const char *user = envd_user(ec->user);
 	char msg[E2B_MSG_MAX] = "", *path = NULL, *to = NULL;
 	struct e2b_entry e = { 0 }, *list = NULL;
 	unsigned int depth = 1;
@@ -479,30 +543,30 @@ static void do_fs(const struct e2b_api *api, const struct e2b_route *rt,
 	}
 	switch (rt->id) {
 	case E2B_R_FS_STAT:
-		ret = b->ops->fs_stat(b->be, ec->sandbox, ec->user, path, &e, msg);
+		ret = b->ops->fs_stat(b->be, ec->sandbox, user, path, &e, msg);
 		if (!ret)
 			rpc_ok(resp, entry_resp_meta(&e));
 		break;
 	case E2B_R_FS_LIST_DIR:
-		ret = b->ops->fs_list(b->be, ec->sandbox, ec->user, path, depth,
+		ret = b->ops->fs_list(b->be, ec->sandbox, user, path, depth,
 				      &list, &n, msg);
 		if (!ret)
 			rpc_ok(resp, entries_meta(list, n));
 		break;
 	case E2B_R_FS_MAKE_DIR:
-		ret = b->ops->fs_mkdir(b->be, ec->sandbox, ec->user, path, &e,
+		ret = b->ops->fs_mkdir(b->be, ec->sandbox, user, path, &e,
 				       msg);
 		if (!ret)
 			rpc_ok(resp, entry_resp_meta(&e));
 		break;
 	case E2B_R_FS_MOVE:
-		ret = b->ops->fs_move(b->be, ec->sandbox, ec->user, path, to, &e,
+		ret = b->ops->fs_move(b->be, ec->sandbox, user, path, to, &e,
 				      msg);
 		if (!ret)
 			rpc_ok(resp, entry_resp_meta(&e));
 		break;
 	case E2B_R_FS_REMOVE:
-		ret = b->ops->fs_remove(b->be, ec->sandbox, ec->user, path, msg);
+		ret = b->ops->fs_remove(b->be, ec->sandbox, user, path, msg);
 		if (!ret)
 			rpc_ok(resp, json_object_new_object());
 		break;
@@ -510,7 +574,10 @@ static void do_fs(const struct e2b_api *api, const struct e2b_route *rt,
 		ret = -EOPNOTSUPP;
 		break;
 	}
-	if (ret) {
+	if (ret == -ESRCH) {
+		no_user_msg(msg, ec->user);
+		e2b_reply_rpc_error(resp, CF_UNAUTHENTICATED, "%s", msg);
+	} else if (ret) {
 		if (ret == -EEXIST && !msg[0])
 			e2b_reply_rpc_error(resp, CF_ALREADY_EXISTS,
 					    "'%s' already exists", path);
@@ -619,18 +686,6 @@ static void watch_stream_free(struct e2b_stream *s)
 	free(ws);
 }
 
-/* a relative path is the user's home's */
-static char *watch_path(const char *path, const char *user)
-{
-	char *s;
-
-	if (path[0] == '/')
-		return strdup(path);
-	if (!user[0] || !strcmp(user, "root"))
-		return asprintf(&s, "/root/%s", path) < 0 ? NULL : s;
-	return asprintf(&s, "/home/%s/%s", user, path) < 0 ? NULL : s;
-}
-
 static void do_watch_dir(const struct e2b_api *api,
 			 const struct e2b_envd_ctx *ec,
 			 struct e2b_response *resp)
@@ -652,7 +707,7 @@ static void do_watch_dir(const struct e2b_api *api,
 		e2b_reply_stream_error(resp, CF_INVALID_ARGUMENT, "%s", msg);
 		return;
 	}
-	abs = watch_path(path, ec->user);
+	abs = home_path(path, envd_user(ec->user));
 	if (!abs) {
 		free(path);
 		e2b_reply_stream_error(resp, CF_RESOURCE_EXHAUSTED,
@@ -664,11 +719,12 @@ static void do_watch_dir(const struct e2b_api *api,
 		ret = -EOPNOTSUPP;
 	}
 	else if (recursive)
-		ret = b->ops->watch_start_recursive(b->be, ec->sandbox, ec->user,
-						    abs, &w, msg);
+		ret = b->ops->watch_start_recursive(b->be, ec->sandbox,
+						    envd_user(ec->user), abs,
+						    &w, msg);
 	else
-		ret = b->ops->watch_start(b->be, ec->sandbox, ec->user, abs,
-					  &w, msg);
+		ret = b->ops->watch_start(b->be, ec->sandbox,
+					  envd_user(ec->user), abs, &w, msg);
 	if (ret) {
 		if (ret == -ENOENT && !msg[0])
 			snprintf(msg, sizeof(msg), "'%s' does not exist", path);
@@ -720,6 +776,7 @@ static void file_stream_free(struct e2b_stream *s)
 	free(fs);
 }
 
+/* the username of the query, else the Authorization's; "" for none */
 static const char *file_user(const struct e2b_request *req,
 			     const struct e2b_envd_ctx *ec)
 {
@@ -750,7 +807,8 @@ static void do_download(const struct e2b_api *api,
 		e2b_reply_error(resp, 401, "invalid user");
 		return;
 	}
-	ret = b->ops->file_read(b->be, ec->sandbox, user, path, &f, &size, msg);
+	ret = b->ops->file_read(b->be, ec->sandbox, envd_user(user), path, &f,
+				&size, msg);
 	if (ret) {
 		file_fail(resp, ret, msg, path);
 		return;
@@ -817,11 +875,13 @@ int e2b_upload_open(struct e2b_upload *u, const char *path,
 		return -ENOMEM;
 	}
 	if (u->meta.n)
-		ret = b->ops->file_write_meta(b->be, u->ec.sandbox, u->ec.user,
-					      path, &u->meta, &u->cur, msg);
+		ret = b->ops->file_write_meta(b->be, u->ec.sandbox,
+					      envd_user(u->ec.user), path,
+					      &u->meta, &u->cur, msg);
 	else
-		ret = b->ops->file_write(b->be, u->ec.sandbox, u->ec.user,
-					 path, &u->cur, msg);
+		ret = b->ops->file_write(b->be, u->ec.sandbox,
+					 envd_user(u->ec.user), path, &u->cur,
+					 msg);
 	if (ret) {
 		file_fail(resp, ret, msg, path);
 		free(u->cur_path);
@@ -857,6 +917,10 @@ int e2b_upload_close(struct e2b_upload *u, bool commit,
 		return commit ? -EBADF : 0;
 	ret = b->ops->file_close(u->cur, commit, &e, msg);
 	u->cur = NULL;
+	if (ret == -ESRCH)
+		snprintf(msg, sizeof(msg),
+			 "error looking up user '%s': the sandbox has no such user",
+			 envd_user(u->ec.user));
 	if (commit && !ret) {
 		ne = realloc(u->entries, (u->n + 1) * sizeof(*ne));
 		if (!ne) {
