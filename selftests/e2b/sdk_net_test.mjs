@@ -136,28 +136,41 @@ test('getHost(port) reaches a server in the sandbox through the proxy',
     assert.equal(closed.status, 502);
     assert.match(closed.body, /nothing listens on port 8001/);
 
-    // a connection held open ends when the sandbox does
+    // a connection held open ends when the sandbox does.  The guest's
+    // server says "accepted" on each connection it accept()ed, and holds
+    // it: that word, come back through the proxy, is the evidence that
+    // the connection reached the guest's program (the proxy's own answer,
+    // 502 while nothing listens yet, is anything else).
     await sbx.commands.run('exec python3 -c "import socket,time\n' +
       's=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n' +
       's.bind((\'0.0.0.0\', 9000)); s.listen(4)\n' +
-      'c=[s.accept() for i in range(2)]; time.sleep(3600)"',
+      'c=[]\n' +
+      'for i in range(2):\n' +
+      '    a=s.accept()[0]; a.sendall(b\'accepted.\'); c.append(a)\n' +
+      'time.sleep(3600)"',
       { background: true });
-    let held;
+    let held, last = '';
     for (let i = 0; i < 60 && !held; i++) {
       held = await new Promise((resolve) => {
         const s = net.connect(proxyPort, '127.0.0.1');
         let got = '';
+        const give = (v) => { clearTimeout(timer); resolve(v); };
         s.on('connect', () => s.write(`GET / HTTP/1.1\r\nHost: ${sbx.getHost(9000)}\r\n` +
           `e2b-traffic-access-token: ${sbx.trafficAccessToken}\r\n\r\n`));
-        s.on('data', (d) => { got += d; });
-        s.on('error', () => resolve(undefined));
-        s.on('close', () => resolve(undefined));
-        // still open after 3 s: the guest accepted it
-        setTimeout(() => { if (!got) resolve(s); else s.destroy(); }, 3000);
+        s.on('data', (d) => {
+          got += d;
+          last = got;
+          if (got.startsWith('accepted.')) give(s);
+          else if (!'accepted.'.startsWith(got)) { s.destroy(); give(undefined); }
+        });
+        s.on('error', () => give(undefined));
+        s.on('close', () => give(undefined));
+        // a bound, not the evidence: no word in 10 s, try again
+        const timer = setTimeout(() => { s.destroy(); resolve(undefined); }, 10_000);
       });
-      if (!held) await new Promise((r) => setTimeout(r, 1000));
+      if (!held) await new Promise((r) => setTimeout(r, 500));
     }
-    assert.ok(held, 'a connection to port 9000 stays open');
+    assert.ok(held, `the guest's server accepted a connection to port 9000 (last answer: ${JSON.stringify(last.slice(0, 200))})`);
     const closedAt = new Promise((resolve) => held.on('close', () => resolve(Date.now())));
     const killedAt = Date.now();
     await sbx.kill();
