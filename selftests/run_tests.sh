@@ -87,6 +87,44 @@ hung_report() {
 	done
 }
 
+# size FILE: its length in bytes
+size() {
+	wc -c < "$1" | tr -d ' \t'
+}
+
+# show_rest FILE: end the follower of FILE (the program has ended) and
+# show, indented as the follower does, what it had not shown yet: tail -f
+# looks for more only once a second.  Nothing is shown twice: the follower
+# showed FILE's first $(size FILE.shown) bytes, and when they end inside a
+# line, the rest of that line goes on where it stopped.  A last line with
+# no newline is ended, so that the result line that follows is a line.
+show_rest() {
+	# the follower's shell writes its pid before it becomes tail
+	t=0
+	while [ ! -s "$1.follow" ] && [ $t -lt 1000 ]; do
+		sleep 0.01
+		t=$((t + 1))
+	done
+	if [ -s "$1.follow" ]; then
+		kill "$(cat "$1.follow")" 2>/dev/null
+		wait 2>/dev/null
+	else
+		echo "# run_tests: the output follower did not start"
+	fi
+	shown=$(size "$1.shown" 2>/dev/null)
+	shown=${shown:-0}
+	if [ "$shown" -lt "$(size "$1")" ]; then
+		if [ "$shown" -gt 0 ] && [ -n "$(tail -c 1 "$1.shown")" ]; then
+			tail -c +$((shown + 1)) "$1" | sed '1!s/^/    /'
+		else
+			tail -c +$((shown + 1)) "$1" | sed 's/^/    /'
+		fi
+	fi
+	if [ -s "$1" ] && [ -n "$(tail -c 1 "$1")" ]; then
+		echo
+	fi
+}
+
 # ktap_count FILE: of FILE's unindented KTAP, print "plans planned results
 # passed skipped failed order", order being 1 when a result's number is not
 # its rank.
@@ -131,10 +169,12 @@ for gp in $progs; do
 	set -- "./$prog"
 	[ -n "$sub" ] && set -- "$@" -t "$sub"
 	# The output goes to a file (a daemon a test leaves behind cannot hold
-	# a pipe open) and is shown as it grows, so a hang shows where it is.
+	# a pipe open) and is shown as it grows, so a hang shows where it is;
+	# what the follower showed is copied to $out.shown (see show_rest).
 	: > "$out"
+	rm -f "$out.follow"
 	sh -c 'echo $$ > "$1.follow"; exec tail -n +1 -f "$1"' sh "$out" |
-		sed 's/^/    /' &
+		tee "$out.shown" | sed 's/^/    /' &
 	# A group's "settings" file may give its programs another bound
 	# (timeout=SECONDS), as in kselftest.
 	plimit=$limit
@@ -149,10 +189,7 @@ for gp in $progs; do
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ] || [ "$rc" = 143 ]; then
 		hung_report "$group/$prog" >> "$out"
 	fi
-	# tail -f looks for more once a second; let it print the rest.
-	sleep 1.5
-	kill "$(cat "$out.follow")" 2>/dev/null
-	wait 2>/dev/null
+	show_rest "$out"
 	# The program's own (unindented) KTAP: its plans, its results.
 	read -r plans planned nres p s f order <<-EOF
 	$(ktap_count "$out")
@@ -202,7 +239,7 @@ for gp in $progs; do
 		echo "ok $i selftests: $group: $prog"
 	fi
 done
-rm -f "$out" "$out.follow"
+rm -f "$out" "$out.follow" "$out.shown"
 
 summary="$pass passed, $fail failed"
 [ "$skip" -gt 0 ] && summary="$summary, $skip skipped"
