@@ -7,12 +7,15 @@
 #   - cube_test.h: SKIP() after a failed EXPECT_*, and a failed check in a
 #     fixture's teardown, fail the test
 #   - run_tests.sh: a program that exits 0 before its plan's end, or prints
-#     no plan, fails; a trailing plan that matches passes; 1..0 skips
+#     no plan, fails; a trailing plan that matches passes; 1..0 skips; a
+#     program's output is shown whole and once, to its last line (one with
+#     no newline too), however it came out, when the program ends
 #   - logcheck.sh: a kernel log that lost the start marker fails, a WARN
 #     fails, a clean log passes
 #   - clockjump.sh: an L1 clock far ahead of the host's is found (run.sh
 #     then makes a failed run once more), one behind it or a run that did
-#     not end is not
+#     not end is not; run.sh never makes a stalled run again, even when
+#     L1's clock jumped too, nor one with forwarded ports
 #   - verdict.sh: run_tests.sh's non-zero exit status fails a run whose
 #     summary shows no failure; a skip the allowlist does not name fails,
 #     a listed one passes; a stalled run fails
@@ -59,7 +62,7 @@ vmtest() {
 }
 
 echo "KTAP version 1"
-echo "1..17"
+echo "1..19"
 
 # cube_test.h, natively.
 mkdir -p "$work/ct"
@@ -109,6 +112,11 @@ prog early.sh 'printf "KTAP version 1\n1..3\nok 1 first\n"; exit 0'
 prog noplan.sh 'printf "ok 1 first\nok 2 second\n"; exit 0'
 prog trailing.sh 'printf "ok 1 first\nok 2 second\n1..2\n"'
 prog skipall.sh 'echo "1..0 # SKIP no widget"; exit 4'
+# a line shown in part before the rest of it came, many lines at the very
+# end, a skip among them and a last line with no newline
+prog lossless.sh 'echo "1..2"; printf "# par"; sleep 1.2; echo "tial"
+i=0; while [ $i -lt 300 ]; do echo "# line $i"; i=$((i + 1)); done
+echo "ok 1 first"; echo "ok 2 last # SKIP tail end"; printf "# no newline"'
 sh "$work/tree/selftests/run_tests.sh" -d "$rt" > "$work/out" 2>&1
 rc=$?
 [ $rc != 0 ] && grep -q '^not ok 1 selftests: g: early.sh$' "$work/out" &&
@@ -118,8 +126,16 @@ grep -q '^not ok 2 selftests: g: noplan.sh$' "$work/out"
 result $? "run_tests.sh: a program that prints no plan fails"
 grep -q '^ok 3 selftests: g: trailing.sh$' "$work/out" &&
 	grep -q '^ok 4 selftests: g: skipall.sh # SKIP no widget$' "$work/out" &&
-	grep -q '^# 5 passed, 2 failed, 1 skipped$' "$work/out"
+	grep -q '^# 6 passed, 2 failed, 2 skipped$' "$work/out"
 result $? "run_tests.sh: a matching trailing plan passes, 1..0 skips with its reason"
+[ "$(grep -c '^    # line [0-9]*$' "$work/out")" = 300 ] &&
+	[ "$(grep -c '^    # partial$' "$work/out")" = 1 ] &&
+	[ "$(grep -c '# par' "$work/out")" = 1 ] &&
+	grep -q '^    # line 299$' "$work/out" &&
+	grep -q '^    ok 2 last # SKIP tail end$' "$work/out" &&
+	grep -q '^    # no newline$' "$work/out" &&
+	grep -q '^ok 5 selftests: g: lossless.sh$' "$work/out"
+result $? "run_tests.sh: a program's output is shown whole, once, to its last line"
 
 # logcheck.sh, on crafted kernel logs.
 lc() { printf "$1" | sh "$q/logcheck.sh" > "$work/out" 2>&1; }
@@ -145,6 +161,22 @@ printf 'ok 1 x\n' > "$work/cj"
 sh "$q/clockjump.sh" "$work/cj" 113 > /dev/null
 [ $? = 1 ] && [ $rc = 1 ]
 result $? "clockjump.sh: an L1 clock behind the host's, or no uptime (a run that did not end), is no jump"
+
+# run.sh's choice to make a failed run again, on a crafted run with a
+# clock jump: made again, but not when L1 also stalled, nor with FWD.
+mkdir -p "$work/rj"
+printf '# cube-vmtest: L1 uptime 24694 s\r\n' > "$work/rj/results.log"
+jump=$(sh "$q/run.sh" retryable "$work/rj" 113 2> "$work/out")
+rc=$?
+echo 720 > "$work/rj/stalled"
+sh "$q/run.sh" retryable "$work/rj" 113 >> "$work/out" 2>&1
+rc2=$?
+rm "$work/rj/stalled"
+FWD=8000:8000 sh "$q/run.sh" retryable "$work/rj" 113 >> "$work/out" 2>&1
+rc3=$?
+[ $rc = 0 ] && [ "$jump" = 24581 ] && [ $rc2 = 1 ] && [ $rc3 = 1 ] &&
+	grep -q 'L1 stalled: a stalled run is not made again' "$work/out"
+result $? "run.sh: a stalled run is not made again, though L1's clock jumped"
 
 # verdict.sh, on crafted runs.
 run() {

@@ -28,7 +28,12 @@
 # ran ahead of the host's by more than a minute (clockjump.sh: the host
 # paused or starved QEMU, and every timeout in L1 fired early).  The report
 # says so, the first run's files stay in DIR/first/, and the second run's
-# verdict is the run's.  Not with FWD, where the host drives the tests.
+# verdict is the run's.  Not with FWD, where the host drives the tests, and
+# never a stalled run, whatever its clock did (retryable below).
+#
+#   run.sh retryable DIR WALL   (the harness's own test) only says whether
+#   a failed run that left its files in DIR and took WALL s would be made
+#   again: exit 0, printing by how many seconds L1's clock ran ahead, or 1.
 #
 # L1 has one vCPU unless SMP says otherwise: with two, multi-threaded TCG
 # was seen to freeze L1 while KVM in it created a VM (one vCPU stuck on a
@@ -37,6 +42,27 @@
 set -u
 mode=$1 dir=$2 initrd=$3
 here=$(cd "$(dirname "$0")" && pwd)
+
+# retryable WALL: whether the failed run in $dir, of WALL s, is made once
+# more; prints the clock's jump when it is.
+retryable() {
+	# (Not with forwarded ports: there the host drives the tests, once.)
+	[ -z "${FWD:-}" ] || return 1
+	j=$(sh "$here/clockjump.sh" "$dir/results.log" "$1") || return 1
+	# One vCPU, every program bounded well below STALL: a stall is a
+	# hang, and a clean second run would hide it, even when L1's clock
+	# jumped too.
+	if [ -e "$dir/stalled" ]; then
+		echo "# vmtest: L1's clock ran $j s ahead of the host's, but L1" \
+			"stalled: a stalled run is not made again" >&2
+		return 1
+	fi
+	echo "$j"
+}
+if [ "$mode" = retryable ]; then
+	retryable "$3"
+	exit
+fi
 kernel=${VM_KERNEL:-/boot/vmlinuz-$VM_KVER}
 [ -r "$kernel" ] || { echo "vmtest: no $kernel (install linux-image-cloud-amd64)" >&2; exit 2; }
 
@@ -169,9 +195,7 @@ judged_run() {
 echo "# vmtest: L1 command line: $append"
 judged_run && exit 0
 rc=$?
-# (Not with forwarded ports: there the host drives the tests, once.)
-[ -z "${FWD:-}" ] || exit $rc
-jump=$(sh "$here/clockjump.sh" "$res" "$wall") || exit $rc
+jump=$(retryable "$wall") || exit $rc
 echo "# vmtest: L1's clock ran $jump s ahead of the host's during this run" \
 	"(the host paused or starved QEMU), so its timeouts fired early:" \
 	"the run is made once more, and that run's verdict is the run's;" \
