@@ -136,7 +136,8 @@ world inet 192.0.2.1 192.0.2.2 203.0.113.10 &&
 world meta 192.0.2.5 192.0.2.6 169.254.169.254 &&
 world lan 192.0.2.9 192.0.2.10 10.99.0.10 &&
 { busybox httpd -f -p 192.0.2.1:8080 -h /tmp/net-e2e/www & hostd=$!; } &&
-sleep 0.5 && wget -q -O /dev/null http://203.0.113.10/ &&
+wait_until 10 wget -q -O /dev/null http://192.0.2.1:8080/ &&
+	wget -q -O /dev/null http://203.0.113.10/ &&
 	wget -q -O /dev/null http://169.254.169.254/ &&
 	wget -q -O /dev/null http://10.99.0.10/ &&
 	ok "the world answers L1" || not_ok "the world answers L1" "set-up failed"
