@@ -15,6 +15,7 @@
 #include <sys/sendfile.h>
 
 #include "agent_test.h"
+#include "cube_wait.h"
 
 #define VMM		"../vmm/cube-vmm"	/* installed by the vmm group */
 #define INITRD		"./initramfs.cpio.gz"
@@ -166,14 +167,46 @@ static void vm_boot(struct vm *vm, const char *kernel, const char *append)
 	TH_LOG("agent reachable %lld ms after the VMM started", ms_now() - t0);
 }
 
+/*
+ * The VMM's wait status within @ms (polled every 50 ms), or -1 after it
+ * was killed for running past them (as vmm_wait() of the vmm group).
+ */
+static int vmm_wait_ms(pid_t pid, int ms)
+{
+	long long deadline = ms_now() + ms;
+	int status;
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			return status;
+		if (r < 0)
+			return -2;
+		if (ms_now() > deadline)
+			break;
+		sleep_ms(50);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/* A stop request (SIGTERM) ends cube-vmm with status 0, within 30 s. */
 static void vm_stop(struct vm *vm)
 {
+	int st;
+
 	cube_agent_close(vm->a);
 	if (vm->vmm > 0) {
 		kill(vm->vmm, SIGTERM);
-		sleep_ms(500);
-		kill(vm->vmm, SIGKILL);
-		waitpid(vm->vmm, NULL, 0);
+		st = vmm_wait_ms(vm->vmm, 30000);
+		vm->vmm = 0;
+		EXPECT_EXIT(st, 0);
+		if (!ct_exited_with(st, 0)) {
+			dump_tail("vmm", vm->err);
+			vm->ok = false;
+		}
 	}
 	if (!vm->ok && vm->dir[0])
 		dump_tail("console", vm->log);
