@@ -577,78 +577,12 @@ struct vmm_cost {
 	long long faults, cow_faults, around;
 };
 
-/*
- * The counters of the clone the VMM @pid maps its guest's memory from,
- * asked CUBE_IOC_CLONE_COUNTERS through its mapping (/proc/PID/map_files:
- * the VMM need not keep the clone's descriptor once it is mapped), else a
- * copy of its clone descriptor (pidfd_getfd).  Root only.  0, or -errno of
- * the last way tried (-ENOENT: no clone, a --no-cube VMM).
- */
-static int vmm_clone_counters(pid_t pid, struct cube_clone_counters *cc)
+/* @key's value in a VMM "status" reply; -1 when the reply has none */
+static long long status_field(const char *reply, const char *key)
 {
-	char path[PATH_MAX], line[512], link[256];
-	struct dirent *d;
-	int pidfd, ret = -ENOENT;
-	FILE *f;
-	DIR *dp;
+	const char *p = strstr(reply, key);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		char *range = strtok(line, " ");
-		int fd;
-
-		if (!range || !strstr(range + strlen(range) + 1, "cube-clone"))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid,
-			 range);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			ret = -errno;
-			continue;
-		}
-		ret = ioctl(fd, CUBE_IOC_CLONE_COUNTERS, cc) ? -errno : 0;
-		close(fd);
-		if (!ret)
-			break;
-	}
-	if (f)
-		fclose(f);
-	if (!ret)
-		return 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	dp = opendir(path);
-	if (!dp)
-		return ret;
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0)
-		ret = -errno;
-	while (pidfd >= 0 && ret && (d = readdir(dp))) {
-		ssize_t l;
-		int fd;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, d->d_name);
-		l = readlink(path, link, sizeof(link) - 1);
-		if (l <= 0)
-			continue;
-		link[l] = 0;
-		if (!strstr(link, "cube-clone"))
-			continue;
-		fd = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(d->d_name), 0);
-		if (fd < 0) {
-			ret = -errno;
-			continue;
-		}
-		ret = ioctl(fd, CUBE_IOC_CLONE_COUNTERS, cc) ? -errno : 0;
-		close(fd);
-	}
-	if (pidfd >= 0)
-		close(pidfd);
-	closedir(dp);
-	return ret;
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
 
 static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
@@ -657,7 +591,7 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 
 	memset(c, 0, sizeof(*c));
 	for (i = 0; i < n; i++) {
-		char path[PATH_MAX], reply[256], *e;
+		char path[PATH_MAX], reply[512];
 		pid_t pid;
 
 		if (!s[i].ok)
@@ -671,23 +605,26 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 		c->pte += proc_value(pid, "VmPTE:");
 		c->threads += proc_value(pid, "Threads:");
 		c->minflt += proc_minflt(pid);
-		{
-			struct cube_clone_counters cc;
-			int err = vmm_clone_counters(pid, &cc);
+		/*
+		 * The VMM answers "status" with its VM exits and, on a cube.ko
+		 * clone, the clone's counters (CUBE_IOC_CLONE_COUNTERS).
+		 */
+		if (cube_sandbox_path(path, sizeof(path), s[i].id, "control") ||
+		    cube_control(path, "status\n", reply, sizeof(reply))) {
+			c->clone_err = -EIO;
+		} else {
+			long long f = status_field(reply, " clone_faults=");
 
-			if (!err) {
-				c->faults += cc.faults;
-				c->cow_faults += cc.cow_faults;
-				c->around += cc.around;
+			c->exits += status_field(reply, " exits=");
+			if (f >= 0) {
+				c->faults += f;
+				c->cow_faults += status_field(reply, " clone_cow_faults=");
+				c->around += status_field(reply, " clone_around=");
 				c->clones++;
 			} else {
-				c->clone_err = err;
+				c->clone_err = -ENOENT;
 			}
 		}
-		if (cube_sandbox_path(path, sizeof(path), s[i].id, "control") == 0 &&
-		    cube_control(path, "status\n", reply, sizeof(reply)) == 0 &&
-		    (e = strstr(reply, "exits=")))
-			c->exits += strtol(e + 6, NULL, 10);
 		c->seen++;
 	}
 	if (c->seen) {
@@ -718,8 +655,9 @@ static void report_idle(struct sample *s, int n, int conc)
 		printf("#   per clone (%d read): %lld faults it handled, %lld private copies, %lld pages mapped around faults\n",
 		       c.clones, c.faults, c.cow_faults, c.around);
 	else if (c.seen)
-		printf("#   per clone: its counters could not be read: %s\n",
-		       strerror(-c.clone_err));
+		printf("#   per clone: %s\n", c.clone_err == -ENOENT ?
+		       "the VMMs report no clone (their memory is the file, MAP_PRIVATE)" :
+		       "the VMMs' control sockets did not answer \"status\"");
 	if (mem_stats(&ms) == 0 && ms.clones)
 		printf("#   module: %" PRIu64 " clones, %" PRIu64 " private pages per clone, %" PRIu64 " shared pages in %" PRIu64 " snapshots\n",
 		       (uint64_t)ms.clones, (uint64_t)(ms.private_pages / ms.clones),

@@ -579,6 +579,15 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 	argv[argc++] = vmm;
 	argv[argc++] = "--restore";
 	argv[argc++] = l->tmpl->snapshot;
+	/*
+	 * The disk is the template's, as its template.conf names it: never
+	 * what a snapshot's state file says (a paused sandbox's or a fork's
+	 * snapshot is written by the sandbox's own VMM).
+	 */
+	if (l->tmpl->rootfs[0]) {
+		argv[argc++] = "--rootfs";
+		argv[argc++] = l->tmpl->rootfs;
+	}
 	argv[argc] = NULL;
 
 	if (pipe2(pfd, O_CLOEXEC)) {

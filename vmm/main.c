@@ -104,7 +104,8 @@ static void usage(FILE *f)
 "  --initrd FILE        initramfs\n"
 "  --cmdline S          kernel command line (default: \"" DEFAULT_CMDLINE "\")\n"
 "  --append S           appended to the command line\n"
-"  --rootfs IMG         read-only virtio-blk disk over IMG\n"
+"  --rootfs IMG         read-only virtio-blk disk over IMG (a restore of a\n"
+"                       snapshot with a disk needs it)\n"
 "  --mem MiB            guest memory (32..3072, default 256)\n"
 "  --vcpus N            vCPUs (1..16, default 1)\n"
 "  --vsock-uds PATH     host side of virtio-vsock (hybrid Unix socket)\n"
@@ -458,6 +459,31 @@ static void do_snapshot(struct vmm *m, const char *dir, char *reply, size_t len)
 		vm_resume(&m->vm);
 }
 
+/*
+ * "status": run state, size, VM exits and, for a restore onto a cube.ko
+ * clone, the clone's counters: what the host paid for this sandbox's
+ * memory (faults handled, private copies, private pages).
+ */
+static void status_reply(struct vmm *m, char *reply, size_t len)
+{
+	struct cube_clone_counters cc;
+	int n;
+
+	n = snprintf(reply, len, "OK %s vcpus=%d mem=%llu exits=%lu",
+		     m->paused ? "paused" : "running", m->vm.nr_vcpus,
+		     (unsigned long long)(m->vm.mem.size >> 20),
+		     vm_total_exits(&m->vm));
+	if (n < 0 || (size_t)n >= len || !m->mem_shared || m->mem_fd < 0 ||
+	    ioctl(m->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc))
+		return;
+	snprintf(reply + n, len - n,
+		 " clone_faults=%llu clone_cow_faults=%llu clone_private_pages=%llu clone_around=%llu",
+		 (unsigned long long)cc.faults,
+		 (unsigned long long)cc.cow_faults,
+		 (unsigned long long)cc.private_pages,
+		 (unsigned long long)cc.around);
+}
+
 static void control_request(void *arg, char *req, char *reply, size_t len)
 {
 	struct vmm *m = arg;
@@ -481,10 +507,7 @@ static void control_request(void *arg, char *req, char *reply, size_t len)
 		vm_request_exit(&m->vm, VM_EXIT_STOP, "stop request");
 		snprintf(reply, len, "OK stopping");
 	} else if (!strcmp(cmd, "status") && !a1) {
-		snprintf(reply, len, "OK %s vcpus=%d mem=%llu exits=%lu",
-			 m->paused ? "paused" : "running", m->vm.nr_vcpus,
-			 (unsigned long long)(m->vm.mem.size >> 20),
-			 vm_total_exits(&m->vm));
+		status_reply(m, reply, len);
 	} else {
 		snprintf(reply, len, "ERR unknown request '%s'", cmd);
 	}
@@ -553,9 +576,14 @@ static int setup_restore(struct vmm *m, struct snap_restore *r)
 	m->cfg = r->cfg;
 	m->o.mem_mib = r->cfg.mem_size >> 20;
 	m->o.vcpus = r->cfg.nr_vcpus;
-	rootfs = m->o.rootfs ? m->o.rootfs : r->cfg.rootfs;
-	if ((r->cfg.flags & SNAP_CFG_BLK) && !*rootfs) {
-		pr_err("the snapshot has a rootfs: give --rootfs");
+	/*
+	 * The disk is the caller's to name: the path a state file records is
+	 * never opened (a paused sandbox's state is written by its own VMM).
+	 */
+	rootfs = m->o.rootfs;
+	if ((r->cfg.flags & SNAP_CFG_BLK) && !rootfs) {
+		pr_err("the snapshot has a disk (it was %s): give --rootfs IMG",
+		       r->cfg.rootfs[0] ? r->cfg.rootfs : "unnamed");
 		return -1;
 	}
 	if (!(r->cfg.flags & SNAP_CFG_BLK) && m->o.rootfs) {
@@ -671,9 +699,11 @@ static int run(struct vmm *m)
 		close(m->o.sandbox_fd);
 		m->o.sandbox_fd = -1;
 	}
+	/*
+	 * The mapping holds the clone; its fd stays open only to answer
+	 * "status" with the clone's counters (CUBE_IOC_CLONE_COUNTERS).
+	 */
 	i = vm_create(vm, m->o.mem_mib << 20, m->o.vcpus, mem_fd, mem_shared);
-	if (mem_shared)
-		close(mem_fd);	/* the mapping holds the clone */
 	if (i)
 		goto out;
 	vm->serial = &m->serial;
@@ -840,6 +870,10 @@ out:
 		serial_flush(vm->serial);
 	snapshot_close(r);
 	vm_destroy(vm);
+	if (mem_shared && m->mem_fd >= 0) {
+		close(m->mem_fd);
+		m->mem_fd = -1;
+	}
 	if (sig_fd >= 0)
 		close(sig_fd);
 	if (timer_fd >= 0)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <linux/capability.h>
+#include <linux/cube.h>
 #include <linux/kvm.h>
 #include <linux/magic.h>
 #include <linux/seccomp.h>
@@ -228,6 +229,8 @@ static const unsigned long allowed_ioctls[] = {
 	KVM_GET_VCPU_EVENTS, KVM_GET_MP_STATE, KVM_GET_DEBUGREGS,
 	KVM_GET_CPUID2, KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_CLOCK,
 	TCGETS,
+	/* "status": the counters of the clone the guest memory is (read only) */
+	CUBE_IOC_CLONE_COUNTERS,
 };
 
 int sandbox_seccomp(void)

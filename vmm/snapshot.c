@@ -197,8 +197,8 @@ static int save_memory(struct vm *vm, int dfd, uint32_t *crc, char *err,
 	int fd, ret = 0;
 
 	unlinkat(dfd, "memory", 0);
-	fd = openat(dfd, "memory", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0600);
+	fd = openat(dfd, "memory",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return snap_err(err, errlen, -errno, "cannot create memory file: %s",
 				strerror(errno));
@@ -278,8 +278,8 @@ unlock:
 		goto out;
 	}
 	/* The state file is written last, atomically: it commits the snapshot. */
-	fd = openat(dfd, "state.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0600);
+	fd = openat(dfd, "state.tmp",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		ret = snap_err(err, errlen, -errno, "cannot create state: %s",
 			       strerror(errno));
@@ -308,7 +308,7 @@ static int read_file(int dfd, const char *name, void **data, size_t *len,
 	void *p;
 	int fd, ret;
 
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return snap_err(err, errlen, -errno, "cannot open %s: %s", name,
 				strerror(errno));
@@ -416,13 +416,18 @@ int snapshot_open(struct snap_restore *r, const char *dir, bool verify_mem,
 		  errlen))
 		goto fail;
 
-	r->mem_fd = openat(dfd, "memory", O_RDONLY | O_CLOEXEC);
+	r->mem_fd = openat(dfd, "memory", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (r->mem_fd < 0) {
 		ret = snap_err(err, errlen, -errno, "cannot open memory: %s",
 			       strerror(errno));
 		goto fail;
 	}
-	if (fstat(r->mem_fd, &st) || (uint64_t)st.st_size != r->cfg.mem_size) {
+	if (fstat(r->mem_fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = snap_err(err, errlen, -EINVAL,
+			       "memory is not a regular file");
+		goto fail;
+	}
+	if ((uint64_t)st.st_size != r->cfg.mem_size) {
 		ret = snap_err(err, errlen, -ENODATA,
 			       "memory file has %lld bytes, the state says %llu",
 			       (long long)st.st_size,

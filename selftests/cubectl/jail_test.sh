@@ -8,7 +8,8 @@
 #     the generous fixed ones a restore once had);
 #   * its fd table is what it needs: stdio (/dev/null, vmm.log), KVM, its
 #     eventfds, epolls, signalfd and timerfd, its sockets, the console log,
-#     the rootfs, the tap; never a pipe (the shim's report channel is one);
+#     the rootfs, the tap, its cube.ko clone (whose counters "status"
+#     reports); never a pipe (the shim's report channel is one);
 #   * no core, bounded file size and descriptors; every thread without
 #     capabilities, with no_new_privs and seccomp, vCPUs with a second
 #     filter of their own.
@@ -54,7 +55,7 @@ odd_fds() {
 		/dev/null|/dev/kvm|/dev/net/tun|anon_inode:kvm-vm|\
 		anon_inode:kvm-vcpu:*|"anon_inode:[eventfd]"|\
 		"anon_inode:[eventpoll]"|"anon_inode:[signalfd]"|\
-		"anon_inode:[timerfd]"|socket:*|$T/rootfs.ext4|\
+		"anon_inode:[timerfd]"|socket:*|*cube-clone*|$T/rootfs.ext4|\
 		$CUBE_RUN_DIR/sandboxes/$2/vmm.log|\
 		$CUBE_RUN_DIR/sandboxes/$2/console.log) ;;
 		*) echo "${fd##*/}:$t" ;;
@@ -109,7 +110,7 @@ check_vm() {
 			"memory.max $mem (want $(((MEM + 128) * 1048576))), cpu.max $cpu"
 }
 
-PLAN=11
+PLAN=12
 ktap_plan $PLAN
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 if [ -z "$rootfs" ] || [ ! -c /dev/kvm ]; then
@@ -136,5 +137,22 @@ else
 	exit 1
 fi
 check_vm "fork" "$fid"
+
+# The disk of a restore is the one template.conf names, never the one the
+# snapshot's state file names (a paused sandbox's or a fork's state is
+# written by its own VMM).  Point the template at a copy whose last block
+# holds a marker: a new sandbox reads it from its disk, past its page cache.
+size=$(stat -c %s $T/rootfs.ext4)
+cp $T/rootfs.ext4 $T/other.ext4
+printf cube-disk-marker | dd of=$T/other.ext4 bs=4096 seek=$((size / 4096 - 1)) \
+	conv=notrunc 2>/dev/null
+sed -i "s|^rootfs=.*|rootfs=$T/other.ext4|" "$CUBE_STATE_DIR/templates/jt/template.conf"
+did=$($C create --template jt)
+got=$([ -n "$did" ] && $C exec "$did" -- dd if=/dev/vda bs=4096 \
+	skip=$((size / 4096 - 1)) count=1 iflag=direct 2>/dev/null | head -c 16)
+[ "$got" = cube-disk-marker ] &&
+	ok "a restore's disk is its template's, not its state file's" ||
+	not_ok "a restore's disk is its template's, not its state file's" \
+		"sandbox '$did' read '$got' at the end of its disk"
 ktap_finish $PLAN
 exit $ktap_failed

@@ -129,13 +129,23 @@ static int clone_connect(const char *uds, double timeout)
 	return -1;
 }
 
+/* @key's value in a control reply, -1 when absent */
+static long long reply_field(const char *reply, const char *key)
+{
+	const char *p = strstr(reply, key);
+
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
 /*
  * Stop clone 0 through its control socket, then check that each other clone
  * still echoes (with pattern seed + i) and runs before ending it; closes
- * every clone's vsock.
+ * every clone's vsock.  A clone on cube.ko (@on_cube) reports its clone's
+ * counters in "status": it has handled faults and holds private pages (the
+ * guest wrote since the restore); one over the memory file reports none.
  */
 static void stop_first_then_rest(const char *dir, const pid_t *pid,
-				 const int *fd, int seed)
+				 const int *fd, int seed, bool on_cube)
 {
 	char path[256], reply[256];
 	int i, st;
@@ -151,6 +161,13 @@ static void stop_first_then_rest(const char *dir, const pid_t *pid,
 		snprintf(path, sizeof(path), "%s/control%d", dir, i);
 		ASSERT_EQ(control(path, "status", reply, sizeof(reply)), 0);
 		EXPECT_EQ(strncmp(reply, "OK running vcpus=2 mem=160", 26), 0);
+		if (on_cube) {
+			EXPECT_GT(reply_field(reply, " clone_faults="), 0);
+			EXPECT_GT(reply_field(reply, " clone_private_pages="), 0);
+			EXPECT_GE(reply_field(reply, " clone_cow_faults="), 0);
+		} else {
+			EXPECT_EQ(strstr(reply, "clone_"), NULL);
+		}
 		kill(pid[i], SIGTERM);
 		st = vmm_wait(pid[i], 60);
 		EXPECT_EXIT(st, 0);
@@ -203,7 +220,7 @@ TEST(snapshot_then_three_clones)
 		EXPECT_EQ(echo_check(fd[i], 8192, 20 + i), 0);
 
 	/* Stopping one leaves the others running. */
-	stop_first_then_rest(dir, pid, fd, 30);
+	stop_first_then_rest(dir, pid, fd, 30, false);
 	/* The file path made no module snapshot. */
 	snprintf(path, sizeof(path), "%s/cube-snapshot-id", snap);
 	EXPECT_NE(access(path, F_OK), 0);
@@ -302,7 +319,7 @@ TEST(snapshot_then_three_cube_clones)
 	EXPECT_LT(priv, guest_pages / 8);
 
 	/* Stopping one leaves the others running, on their own memory. */
-	stop_first_then_rest(dir, pid, fd, 60);
+	stop_first_then_rest(dir, pid, fd, 60, true);
 
 	/* The clones are gone; the snapshot stays until deleted. */
 	mem_stats(dev, &after);
@@ -435,6 +452,30 @@ TEST(corrupt_snapshots_refused)
 	flip_byte(path, 5 << 20);
 	expect_refused(bad, dir, "memory checksum mismatch", "--verify-memory",
 		       dev, &ref);
+
+	/*
+	 * Snapshot files are never followed through a symlink: a memory file
+	 * or a state file that is one (to an intact copy) is refused.
+	 */
+	{
+		char real[200];
+
+		copy_snap(snap, bad);
+		snprintf(path, sizeof(path), "%s/memory", bad);
+		snprintf(real, sizeof(real), "%s/memory.real", dir);
+		ASSERT_EQ(rename(path, real), 0);
+		ASSERT_EQ(symlink(real, path), 0);
+		expect_refused(bad, dir, "cannot open memory", NULL, dev, &ref);
+		ASSERT_EQ(unlink(path), 0);
+		ASSERT_EQ(rename(real, path), 0);
+		snprintf(path, sizeof(path), "%s/state", bad);
+		snprintf(real, sizeof(real), "%s/state.real", dir);
+		ASSERT_EQ(rename(path, real), 0);
+		ASSERT_EQ(symlink(real, path), 0);
+		expect_refused(bad, dir, "cannot open state", NULL, dev, &ref);
+		ASSERT_EQ(unlink(path), 0);
+		ASSERT_EQ(rename(real, path), 0);
+	}
 
 	/* No snapshot there. */
 	snprintf(path, sizeof(path), "%s/nothing", dir);
