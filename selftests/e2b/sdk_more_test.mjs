@@ -19,7 +19,16 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGzip } from 'node:zlib';
-import { Sandbox, Template } from 'e2b';
+import { Sandbox, SandboxError, Template } from 'e2b';
+
+// an error the API answered with HTTP status @code and a message matching
+// @re (the SDK's SandboxError carries the status): not a network error
+const apiError = (code, re) => (e) => {
+  assert.ok(e instanceof SandboxError, `${e?.constructor?.name}: ${e?.message}`);
+  assert.equal(e.statusCode, code, e.message);
+  assert.match(e.message, re);
+  return true;
+};
 
 const template = process.env.CUBE_TEMPLATE || 'base';
 const made = [];
@@ -54,7 +63,7 @@ test('deleteSnapshot', async () => {
   const child = await Sandbox.create(name, { timeoutMs: 600_000 });
   made.push(child.sandboxId);
   assert.equal(await child.files.read('/tmp/more-snap.txt'), 'kept\n');
-  await assert.rejects(Sandbox.deleteSnapshot(name), /kill it first|in use/);
+  await assert.rejects(Sandbox.deleteSnapshot(name), apiError(409, /kill it first|in use/));
   assert.equal(await Template.exists(name), true);
   await child.kill();
   assert.equal(await Sandbox.deleteSnapshot(name), true);
@@ -62,11 +71,11 @@ test('deleteSnapshot', async () => {
   const listed = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId })
     .nextItems();
   assert.ok(!listed.some((x) => x.snapshotId === name), 'still listed');
-  await assert.rejects(Sandbox.create(name), /not found/);
+  await assert.rejects(Sandbox.create(name), apiError(404, /not found/));
   // gone: false, as E2B answers a snapshot it does not know
   assert.equal(await Sandbox.deleteSnapshot(name), false);
   // a template not made through the API stays
-  await assert.rejects(Sandbox.deleteSnapshot(template), /no snapshot/);
+  await assert.rejects(Sandbox.deleteSnapshot(template), apiError(403, /no snapshot/));
   assert.equal(await Template.exists(template), true);
   // the source sandbox runs on
   assert.equal((await sbx.commands.run('cat /tmp/more-snap.txt')).stdout,
@@ -177,7 +186,7 @@ test('getMetrics over a time range', async () => {
   }), []);
   // start after end is refused
   await assert.rejects(sbx.getMetrics({ start: t, end: all[0].timestamp }),
-    /after/);
+    apiError(400, /after/));
 });
 
 test('watchDir with recursive: true', async () => {
