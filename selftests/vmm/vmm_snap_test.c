@@ -405,6 +405,26 @@ static void expect_refused(const char *snap, const char *dir, const char *msg,
 	}
 }
 
+/*
+ * @bad's file @name moved to @dir and replaced by a symlink to it: the
+ * restore is refused ("cannot open NAME"); then the file is put back.
+ */
+static void symlink_refused(const char *bad, const char *dir,
+			    const char *name, int dev,
+			    const struct cube_mem_stats *ref)
+{
+	char path[256], real[256], msg[64];
+
+	snprintf(path, sizeof(path), "%s/%s", bad, name);
+	snprintf(real, sizeof(real), "%s/%s.real", dir, name);
+	snprintf(msg, sizeof(msg), "cannot open %s", name);
+	ASSERT_EQ(rename(path, real), 0);
+	ASSERT_EQ(symlink(real, path), 0);
+	expect_refused(bad, dir, msg, NULL, dev, ref);
+	ASSERT_EQ(unlink(path), 0);
+	ASSERT_EQ(rename(real, path), 0);
+}
+
 TEST(corrupt_snapshots_refused)
 {
 	char dir[128], snap[160], bad[160], path[256];
@@ -457,25 +477,9 @@ TEST(corrupt_snapshots_refused)
 	 * Snapshot files are never followed through a symlink: a memory file
 	 * or a state file that is one (to an intact copy) is refused.
 	 */
-	{
-		char real[200];
-
-		copy_snap(snap, bad);
-		snprintf(path, sizeof(path), "%s/memory", bad);
-		snprintf(real, sizeof(real), "%s/memory.real", dir);
-		ASSERT_EQ(rename(path, real), 0);
-		ASSERT_EQ(symlink(real, path), 0);
-		expect_refused(bad, dir, "cannot open memory", NULL, dev, &ref);
-		ASSERT_EQ(unlink(path), 0);
-		ASSERT_EQ(rename(real, path), 0);
-		snprintf(path, sizeof(path), "%s/state", bad);
-		snprintf(real, sizeof(real), "%s/state.real", dir);
-		ASSERT_EQ(rename(path, real), 0);
-		ASSERT_EQ(symlink(real, path), 0);
-		expect_refused(bad, dir, "cannot open state", NULL, dev, &ref);
-		ASSERT_EQ(unlink(path), 0);
-		ASSERT_EQ(rename(real, path), 0);
-	}
+	copy_snap(snap, bad);
+	symlink_refused(bad, dir, "memory", dev, &ref);
+	symlink_refused(bad, dir, "state", dev, &ref);
 
 	/* No snapshot there. */
 	snprintf(path, sizeof(path), "%s/nothing", dir);
