@@ -64,7 +64,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 

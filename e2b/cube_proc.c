@@ -124,10 +124,8 @@ static int usage_get_locked(struct cube_proc *p)
 /* the queue of @p grew or shrank by @delta bytes; locked */
 static void account_locked(struct cube_proc *p, long delta)
 {
-	if (delta > 0 && p->use)
-		p->use->bytes += delta;
-	else if (delta < 0 && p->use)
-		p->use->bytes -= -delta;
+	if (p->use)
+		p->use->bytes += (size_t)delta;	/* modulo 2^N: a shrink too */
 }
 
 static void usage_put_locked(struct cube_proc *p)

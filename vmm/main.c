@@ -564,7 +564,6 @@ static int main_loop(struct vmm *m, int sig_fd, int timer_fd)
 static int setup_restore(struct vmm *m, struct snap_restore *r)
 {
 	char err[256];
-	const char *rootfs;
 	int ret;
 
 	ret = snapshot_open(r, m->o.restore, m->o.verify_memory, err,
@@ -580,8 +579,7 @@ static int setup_restore(struct vmm *m, struct snap_restore *r)
 	 * The disk is the caller's to name: the path a state file records is
 	 * never opened (a paused sandbox's state is written by its own VMM).
 	 */
-	rootfs = m->o.rootfs;
-	if ((r->cfg.flags & SNAP_CFG_BLK) && !rootfs) {
+	if ((r->cfg.flags & SNAP_CFG_BLK) && !m->o.rootfs) {
 		pr_err("the snapshot has a disk (it was %s): give --rootfs IMG",
 		       r->cfg.rootfs[0] ? r->cfg.rootfs : "unnamed");
 		return -1;
@@ -590,7 +588,6 @@ static int setup_restore(struct vmm *m, struct snap_restore *r)
 		pr_err("the snapshot has no rootfs: drop --rootfs");
 		return -1;
 	}
-	m->o.rootfs = (r->cfg.flags & SNAP_CFG_BLK) ? rootfs : NULL;
 	if ((r->cfg.flags & SNAP_CFG_NET) && m->o.net_tap_fd < 0) {
 		pr_err("the snapshot has a network device: give --net-tap-fd");
 		return -1;
