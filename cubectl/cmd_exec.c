@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent_client.h"
+#include "cube_audit.h"
 #include "cube_runtime.h"
 #include "cubectl.h"
 #include "nl_client.h"
@@ -116,6 +117,35 @@ static double exec_elapsed_s(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/*
+ * The behaviour log's "command" line: what ran, where, as whom, how it
+ * ended and how much it wrote; the environment by names only.
+ */
+static void audit_command(uint64_t id, const struct cube_exec_spec *spec,
+			  int nenv, int status, bool started, double seconds,
+			  uint64_t out_bytes, uint64_t err_bytes)
+{
+	struct json_object *f = json_object_new_object();
+	size_t argc = 0;
+
+	if (!f)
+		return;
+	while (spec->argv[argc])
+		argc++;
+	json_object_object_add(f, "argv", cube_audit_strv(spec->argv, argc));
+	json_object_object_add(f, "cwd", cube_audit_str(spec->cwd));
+	json_object_object_add(f, "user", cube_audit_str(spec->user ?
+							 spec->user : "root"));
+	json_object_object_add(f, "env", cube_audit_env_names(spec->envp, nenv));
+	json_object_object_add(f, "started", json_object_new_boolean(started));
+	json_object_object_add(f, "exit", json_object_new_int(status));
+	json_object_object_add(f, "duration_ms",
+			       json_object_new_int64((int64_t)(seconds * 1000)));
+	json_object_object_add(f, "stdout_bytes", json_object_new_int64(out_bytes));
+	json_object_object_add(f, "stderr_bytes", json_object_new_int64(err_bytes));
+	cube_audit_id(id, "command", "cubectl", f);
+}
+
 int cmd_exec(struct cctx *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -132,6 +162,8 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 	struct cube_exec_event ev;
 	struct cube_agent *a;
 	bool interactive = false, tty = false, raw = false, stdin_open;
+	bool ran = false;
+	uint64_t out_bytes = 0, err_bytes = 0;
 	struct termios saved;
 	unsigned long timeout = 0;
 	struct timespec started;
@@ -224,6 +256,7 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 	}
 	cube_agent_set_timeout(a, -1);
 	clock_gettime(CLOCK_MONOTONIC, &started);
+	ran = true;
 	/* keystrokes go to the guest's terminal as they are typed */
 	if (tty && interactive && isatty(0) && !tcgetattr(0, &saved)) {
 		struct termios t = saved;
@@ -296,11 +329,13 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 			       cube_agent_error(a));
 			break;
 		}
-		if (ev.type == CUBE_EXEC_STDOUT)
+		if (ev.type == CUBE_EXEC_STDOUT) {
 			write_all(1, ev.data, ev.len);
-		else if (ev.type == CUBE_EXEC_STDERR)
+			out_bytes += ev.len;
+		} else if (ev.type == CUBE_EXEC_STDERR) {
 			write_all(2, ev.data, ev.len);
-		else if (ev.type == CUBE_EXEC_EXIT) {
+			err_bytes += ev.len;
+		} else if (ev.type == CUBE_EXEC_EXIT) {
 			if (ev.status.exited)
 				status = ev.status.code;
 			else
@@ -318,6 +353,8 @@ int cmd_exec(struct cctx *c, int argc, char **argv)
 out:
 	if (raw)
 		tcsetattr(0, TCSANOW, &saved);
+	audit_command(id, &spec, nenv, status, ran,
+		      ran ? exec_elapsed_s(&started) : 0, out_bytes, err_bytes);
 	cube_agent_close(a);
 	if (sfd >= 0)
 		close(sfd);
@@ -348,25 +385,53 @@ static int split_remote(const char *s, uint64_t *id, const char **path)
 	return 1;
 }
 
+/* a local end of a copy, and the bytes that went through it */
+struct cp_end {
+	int fd;
+	uint64_t bytes;
+};
+
 static ssize_t read_fd(void *ctx, void *buf, size_t len)
 {
-	int fd = *(int *)ctx;
+	struct cp_end *e = ctx;
 	ssize_t n;
 
 	do {
-		n = read(fd, buf, len);
+		n = read(e->fd, buf, len);
 	} while (n < 0 && errno == EINTR);
+	if (n > 0)
+		e->bytes += n;
 	return n < 0 ? -errno : n;
 }
 
 static int write_fd(void *ctx, const void *buf, size_t len)
 {
-	return write_all(*(int *)ctx, buf, len);
+	struct cp_end *e = ctx;
+	int ret = write_all(e->fd, buf, len);
+
+	if (!ret)
+		e->bytes += len;
+	return ret;
+}
+
+/* "file_write" / "file_read": the path and the size, never the contents */
+static void audit_copy(uint64_t id, bool upload, const char *path,
+		       uint64_t bytes, int ret)
+{
+	struct json_object *f = json_object_new_object();
+
+	if (!f)
+		return;
+	json_object_object_add(f, "path", cube_audit_str(path));
+	json_object_object_add(f, "bytes", json_object_new_int64(bytes));
+	json_object_object_add(f, "ok", json_object_new_boolean(!ret));
+	cube_audit_id(id, upload ? "file_write" : "file_read", "cubectl", f);
 }
 
 int cmd_cp(struct cctx *c, int argc, char **argv)
 {
 	const char *rpath, *local;
+	struct cp_end end = { .fd = -1 };
 	struct cube_agent *a;
 	char idarg[24];
 	bool upload;
@@ -405,10 +470,12 @@ int cmd_cp(struct cctx *c, int argc, char **argv)
 			ret = cc_err(EX_USAGE, "cp: %s is not a regular file", local);
 			goto out;
 		}
+		end.fd = fd;
 		ret = cube_agent_write_file(a, rpath, fd ? st.st_mode & 0777 : 0,
-					    0, read_fd, &fd);
+					    0, read_fd, &end);
 		if (fd)
 			close(fd);
+		audit_copy(id, true, rpath, end.bytes, ret);
 	} else {
 		fd = strcmp(local, "-") ? open(local, O_WRONLY | O_CREAT |
 					       O_TRUNC | O_CLOEXEC, 0644) : 1;
@@ -416,9 +483,11 @@ int cmd_cp(struct cctx *c, int argc, char **argv)
 			ret = cc_err(EX_FAIL, "cp: %s: %s", local, strerror(errno));
 			goto out;
 		}
-		ret = cube_agent_read_file(a, rpath, write_fd, &fd, NULL);
+		end.fd = fd;
+		ret = cube_agent_read_file(a, rpath, write_fd, &end, NULL);
 		if (fd != 1 && close(fd) && !ret)
 			ret = -errno;
+		audit_copy(id, false, rpath, end.bytes, ret);
 		if (ret && fd != 1)
 			unlink(local);	/* no partial copy stays behind */
 	}

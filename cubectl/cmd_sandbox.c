@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cube_audit.h"
 #include "cube_backend.h"
 #include "cube_net.h"
 #include "cube_runtime.h"
@@ -37,6 +38,39 @@ static int launch_error(int ret, const char *err)
 		      err[0] ? err : strerror(-ret));
 }
 
+/*
+ * The behaviour log's "created" line: the template, the limits, the network
+ * policy and the label names (a label's value is the user's, and may be
+ * anything).
+ */
+static void audit_created(uint64_t id, const struct cube_launch *l,
+			  unsigned long timeout, bool pooled)
+{
+	struct json_object *f = json_object_new_object();
+	struct json_object *keys = json_object_new_array();
+	unsigned int i;
+
+	if (!f || !keys) {
+		json_object_put(f);
+		json_object_put(keys);
+		return;
+	}
+	json_object_object_add(f, "template", cube_audit_str(l->tmpl->name));
+	json_object_object_add(f, "vcpus", json_object_new_int64(
+		l->vcpus ? l->vcpus : l->tmpl->vcpus));
+	json_object_object_add(f, "memory_mb", json_object_new_int64(
+		l->memory_mb ? l->memory_mb : l->tmpl->memory_mb));
+	json_object_object_add(f, "timeout_s", json_object_new_int64(timeout));
+	json_object_object_add(f, "net", json_object_new_string(
+		l->net ? cube_net_mode_name(l->net->mode) :
+		l->tmpl->net ? "internet" : "none"));
+	json_object_object_add(f, "pooled", json_object_new_boolean(pooled));
+	for (i = 0; i < l->nlabels; i++)
+		json_object_array_add(keys, cube_audit_str(l->labels[i].key));
+	json_object_object_add(f, "labels", keys);
+	cube_audit_id(id, "created", "cubectl", f);
+}
+
 int cmd_create(struct cctx *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -57,6 +91,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 	struct cube_template t;
 	struct cube_nl *nl;
 	uint64_t id = 0;
+	bool pooled;
 	int opt, ret;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -146,6 +181,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 			ret = -ENOENT;
 		}
 	}
+	pooled = !ret;
 	if (ret) {
 		/*
 		 * The shim records the end time before it marks the sandbox
@@ -170,6 +206,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 		}
 	}
 	cube_nl_close(nl);
+	audit_created(id, &l, timeout, pooled);
 	if (c->json) {
 		struct json_object *o = json_object_new_object();
 
@@ -217,6 +254,19 @@ int cmd_fork(struct cctx *c, int argc, char **argv)
 	ret = cube_sandbox_fork(id, sb.template_name, &nid, err);
 	if (ret)
 		return launch_error(ret, err);
+	{
+		struct json_object *f = json_object_new_object();
+
+		if (f)
+			json_object_object_add(f, "parent",
+					       json_object_new_int64(id));
+		cube_audit_id(nid, "created", "cubectl", f);
+		f = json_object_new_object();
+		if (f)
+			json_object_object_add(f, "child",
+					       json_object_new_int64(nid));
+		cube_audit_id(id, "forked", "cubectl", f);
+	}
 	if (c->json) {
 		struct json_object *o = json_object_new_object();
 
@@ -279,6 +329,7 @@ int cmd_kill(struct cctx *c, int argc, char **argv)
 				rc = code;
 			continue;
 		}
+		cube_audit_id(id, "killed", "cubectl", NULL);
 		if (!c->json)
 			printf("%s\n", argv[i]);
 	}

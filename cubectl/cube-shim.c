@@ -48,8 +48,10 @@
 #include <linux/cube.h>
 
 #include "agent_client.h"
+#include "cube_audit.h"
 #include "cube_net.h"
 #include "cube_runtime.h"
+#include "nl_client.h"
 
 /* the VMM's inherited fds, after stdio (start_vmm()) */
 #define VMM_SANDBOX_FD	3
@@ -771,8 +773,14 @@ out:
 			waitpid(s.vmm, NULL, 0);
 	}
 	if (s.sbfd >= 0) {
+		struct json_object *f = json_object_new_object();
+
 		set_state(&s, CUBE_SANDBOX_EXITED, reason);
 		close(s.sbfd);
+		if (f)
+			json_object_object_add(f, "reason", json_object_new_string(
+				cube_nl_exit_name(reason)));
+		cube_audit_id(s.id, "exited", "cube-shim", f);
 	}
 	cube_net_close(&s.net);
 	remove_dir(&s);

@@ -196,6 +196,7 @@ static const struct {
 	{ "ls", cmd_ls, "ls" },
 	{ "inspect", cmd_inspect, "inspect ID" },
 	{ "logs", cmd_logs, "logs ID" },
+	{ "audit", cmd_audit, "audit [--tail N] ID  (what ran in it: the behaviour log)" },
 	{ "cp", cmd_cp, "cp ID:PATH LOCAL | LOCAL ID:PATH  (LOCAL may be -)" },
 	{ "events", cmd_events, "events" },
 	{ "stats", cmd_stats, "stats [ID]" },

@@ -72,6 +72,7 @@ int cmd_kill(struct cctx *c, int argc, char **argv);
 int cmd_ls(struct cctx *c, int argc, char **argv);
 int cmd_inspect(struct cctx *c, int argc, char **argv);
 int cmd_logs(struct cctx *c, int argc, char **argv);
+int cmd_audit(struct cctx *c, int argc, char **argv);
 int cmd_stats(struct cctx *c, int argc, char **argv);
 int cmd_exec(struct cctx *c, int argc, char **argv);
 int cmd_cp(struct cctx *c, int argc, char **argv);
