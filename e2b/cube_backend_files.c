@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent_client.h"
+#include "cube_audit.h"
 #include "cube_backend_int.h"
 #include "cube_runtime.h"
 
@@ -63,6 +64,32 @@ static int resolve(const char *user, const char *path, char *out, size_t len)
 }
 
 /* what @a creates from now on is @user's (root's for "") */
+/*
+ * The behaviour log's line of a file operation through the API: the path
+ * (and where it went, for a move), the size, whether it worked; never the
+ * contents.
+ */
+static void audit_file(const char *sid, const char *event, const char *user,
+		       const char *path, const char *to, int64_t bytes,
+		       int ret)
+{
+	struct json_object *f = json_object_new_object();
+
+	if (!f)
+		return;
+	json_object_object_add(f, "path", cube_audit_str(path));
+	if (to)
+		json_object_object_add(f, "to", cube_audit_str(to));
+	if (bytes >= 0)
+		json_object_object_add(f, "bytes", json_object_new_int64(bytes));
+	json_object_object_add(f, "user", cube_audit_str(user));
+	json_object_object_add(f, "ok", json_object_new_boolean(!ret));
+	if (ret)
+		json_object_object_add(f, "error",
+				       json_object_new_string(strerror(-ret)));
+	cube_audit(sid, event, "api", f);
+}
+
 static int own_as(struct cube_agent *a, const char *user)
 {
 	return cube_agent_set_owner(a, user[0] ? user : NULL);
@@ -294,6 +321,7 @@ int cube_be_fs_mkdir(void *be, const char *sid, const char *user,
 		ret = -EEXIST;
 	else if (ret == -ENOENT)
 		ret = cube_agent_mkdir(a, p, 0755, true);
+	audit_file(sid, "dir_make", user, p, NULL, -1, ret);
 	if (!ret)
 		ret = stat_entry(a, p, out);
 	agent_msg(a, ret, msg);
@@ -314,6 +342,7 @@ int cube_be_fs_move(void *be, const char *sid, const char *user,
 	if (ret)
 		return ret;
 	ret = cube_agent_rename(a, pf, pt);
+	audit_file(sid, "file_move", user, pf, pt, -1, ret);
 	if (!ret)
 		ret = stat_entry(a, pt, out);
 	agent_msg(a, ret, msg);
@@ -332,6 +361,7 @@ int cube_be_fs_remove(void *be, const char *sid, const char *user,
 	if (ret)
 		return ret;
 	ret = cube_agent_remove(a, p, true);
+	audit_file(sid, "file_remove", user, p, NULL, -1, ret);
 	agent_msg(a, ret, msg);
 	cube_agent_close(a);
 	return ret;
@@ -346,6 +376,7 @@ struct e2b_file {
 	bool write;
 	char *meta;			/* "key=value\n" lines, or NULL */
 	char user[E2B_USER_MAX + 1];	/* whose the file becomes */
+	char sid[E2B_ID_MAX + 1];	/* the sandbox as the API named it */
 };
 
 static int sink(void *ctx, const void *buf, size_t len)
@@ -394,6 +425,7 @@ int cube_be_file_read(void *be, const char *sid, const char *user,
 		ret = -EISDIR;
 	if (!ret)
 		ret = cube_agent_read_file(a, p, sink, f, NULL);
+	audit_file(sid, "file_read", user, p, NULL, f->len, ret);
 	agent_msg(a, ret, msg);
 	cube_agent_close(a);
 	if (ret) {
@@ -450,6 +482,7 @@ int cube_be_file_write_meta(void *be, const char *sid, const char *user,
 	f->id = id;
 	f->write = true;
 	snprintf(f->user, sizeof(f->user), "%s", user);
+	snprintf(f->sid, sizeof(f->sid), "%s", sid);
 	*out = f;
 	return 0;
 }
@@ -481,6 +514,8 @@ int cube_be_file_close(struct e2b_file *f, bool commit,
 				ret = cube_agent_write_buf_meta(a, f->path, 0644,
 								f->meta, f->buf,
 								f->len);
+			audit_file(f->sid, "file_write", f->user, f->path,
+				   NULL, f->len, ret);
 			if (!ret && entry)
 				ret = stat_entry(a, f->path, entry);
 			agent_msg(a, ret, msg);

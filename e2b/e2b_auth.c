@@ -2,6 +2,7 @@
 /*
  * e2b_auth.c: API keys, envd access tokens, the envd user header.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <resolv.h>
@@ -47,23 +48,59 @@ static bool key_valid(const char *key)
 	return true;
 }
 
+static bool name_valid(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (!n || n > E2B_KEY_NAME_MAX)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+int e2b_keys_add_named(struct e2b_keys *k, const char *name, const char *key)
+{
+	char **nk, **nn, *dup, *ndup;
+	size_t i;
+
+	if (!key_valid(key) || (name && !name_valid(name)))
+		return -EINVAL;
+	for (i = 0; name && i < k->n; i++)
+		if (!strcmp(k->names[i], name))
+			return -EINVAL;
+	dup = strdup(key);
+	if (name)
+		ndup = strdup(name);
+	else if (asprintf(&ndup, "key-%zu", k->n + 1) < 0)
+		ndup = NULL;
+	if (!dup || !ndup)
+		goto nomem;
+	nk = realloc(k->keys, (k->n + 1) * sizeof(*nk));
+	if (!nk)
+		goto nomem;
+	k->keys = nk;
+	nn = realloc(k->names, (k->n + 1) * sizeof(*nn));
+	if (!nn)
+		goto nomem;
+	k->names = nn;
+	nk[k->n] = dup;
+	nn[k->n] = ndup;
+	k->n++;
+	return 0;
+nomem:
+	if (dup)
+		explicit_bzero(dup, strlen(dup));
+	free(dup);
+	free(ndup);
+	return -ENOMEM;
+}
+
 int e2b_keys_add(struct e2b_keys *k, const char *key)
 {
-	char **nk, *dup;
-
-	if (!key_valid(key))
-		return -EINVAL;
-	dup = strdup(key);
-	if (!dup)
-		return -ENOMEM;
-	nk = realloc(k->keys, (k->n + 1) * sizeof(*nk));
-	if (!nk) {
-		free(dup);
-		return -ENOMEM;
-	}
-	nk[k->n++] = dup;
-	k->keys = nk;
-	return 0;
+	return e2b_keys_add_named(k, NULL, key);
 }
 
 void e2b_keys_free(struct e2b_keys *k)
@@ -73,16 +110,19 @@ void e2b_keys_free(struct e2b_keys *k)
 	for (i = 0; i < k->n; i++) {
 		explicit_bzero(k->keys[i], strlen(k->keys[i]));
 		free(k->keys[i]);
+		free(k->names[i]);
 	}
 	free(k->keys);
+	free(k->names);
 	k->keys = NULL;
+	k->names = NULL;
 	k->n = 0;
 }
 
 int e2b_keys_load(struct e2b_keys *k, const char *path)
 {
 	struct e2b_keys nk = { 0 };
-	char *line = NULL;
+	char *line = NULL, *sp;
 	size_t cap = 0;
 	ssize_t len;
 	FILE *f;
@@ -96,7 +136,13 @@ int e2b_keys_load(struct e2b_keys *k, const char *path)
 			line[--len] = '\0';
 		if (!len || line[0] == '#')
 			continue;
-		ret = e2b_keys_add(&nk, line);
+		sp = strchr(line, ' ');
+		if (sp) {
+			*sp = '\0';
+			ret = e2b_keys_add_named(&nk, line, sp + 1);
+		} else {
+			ret = e2b_keys_add(&nk, line);
+		}
 		if (ret)
 			break;
 	}
@@ -117,16 +163,22 @@ int e2b_keys_load(struct e2b_keys *k, const char *path)
 	return 0;
 }
 
-bool e2b_keys_check(const struct e2b_keys *k, const char *given)
+const char *e2b_keys_find(const struct e2b_keys *k, const char *given)
 {
-	bool ok = false;
+	const char *name = NULL;
 	size_t i;
 
 	if (!given)
-		return false;
+		return NULL;
 	for (i = 0; i < k->n; i++)
-		ok |= e2b_secret_equal(k->keys[i], given);
-	return ok;
+		if (e2b_secret_equal(k->keys[i], given))
+			name = k->names[i];
+	return name;
+}
+
+bool e2b_keys_check(const struct e2b_keys *k, const char *given)
+{
+	return e2b_keys_find(k, given) != NULL;
 }
 
 int e2b_token_new(char buf[E2B_TOKEN_LEN + 1])

@@ -23,33 +23,48 @@
  */
 bool e2b_secret_equal(const char *secret, const char *given);
 
+#define E2B_KEY_NAME_MAX	32	/* longest name of a key */
+
 /**
  * struct e2b_keys - the API keys a server accepts
  * @keys: NUL-terminated keys
+ * @names: their names, what logs say instead of the key ("key-N", the
+ *	N-th key, unless the keys file names it)
  * @n: their number
  */
 struct e2b_keys {
 	char **keys;
+	char **names;
 	size_t n;
 };
 
 /**
  * e2b_keys_load() - read keys from a file, one a line
  * @k: filled on success (e2b_keys_free() it)
- * @path: the file; blank lines and lines starting with '#' are skipped
+ * @path: the file; blank lines and lines starting with '#' are skipped; a
+ *	line is a key, or a name, one space and a key
  *
  * Return: 0, -errno of opening or reading it, -EINVAL when a line is longer
- * than %E2B_KEY_MAX or holds a control character or space, -ENOKEY when the
- * file holds no key.
+ * than %E2B_KEY_MAX or holds a control character, more than one space, or a
+ * name that is not 1..%E2B_KEY_NAME_MAX of [A-Za-z0-9._-] or is taken,
+ * -ENOKEY when the file holds no key.
  */
 int e2b_keys_load(struct e2b_keys *k, const char *path);
 
 /**
- * e2b_keys_add() - accept one more key
+ * e2b_keys_add() - accept one more key, named "key-N"
  *
  * Return: 0, -EINVAL for an empty, overlong or unprintable key, -ENOMEM.
  */
 int e2b_keys_add(struct e2b_keys *k, const char *key);
+
+/**
+ * e2b_keys_add_named() - accept one more key, with a name (NULL: "key-N")
+ *
+ * Return: 0, -EINVAL for a bad key or name or a name already taken,
+ * -ENOMEM.
+ */
+int e2b_keys_add_named(struct e2b_keys *k, const char *name, const char *key);
 
 void e2b_keys_free(struct e2b_keys *k);
 
@@ -60,6 +75,13 @@ void e2b_keys_free(struct e2b_keys *k);
  * nothing about which key matched or how much of it.
  */
 bool e2b_keys_check(const struct e2b_keys *k, const char *given);
+
+/**
+ * e2b_keys_find() - the name of the key @given is, or NULL
+ *
+ * Compares every key, as e2b_keys_check() does.
+ */
+const char *e2b_keys_find(const struct e2b_keys *k, const char *given);
 
 /**
  * e2b_token_new() - a fresh random token

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "connect_frame.h"
+#include "e2b_audit.h"
 #include "e2b_forward.h"
 #include "e2b_http.h"
 #include "e2b_json.h"
@@ -163,14 +164,16 @@ void e2b_reply_stream_error(struct e2b_response *resp, int code,
 
 /* --- authentication --- */
 
-static bool api_key_ok(const struct e2b_api *api, const struct e2b_request *req)
+/* the name of the API key a request came with, NULL when none is good */
+static const char *api_key_name(const struct e2b_api *api,
+				const struct e2b_request *req)
 {
 	const char *key = req->header(req->ctx, "X-API-Key");
 
 	if (key)
-		return e2b_keys_check(api->keys, key);
-	return e2b_keys_check(api->keys,
-			      e2b_bearer(req->header(req->ctx, "Authorization")));
+		return e2b_keys_find(api->keys, key);
+	return e2b_keys_find(api->keys,
+			     e2b_bearer(req->header(req->ctx, "Authorization")));
 }
 
 static void envd_error(struct e2b_response *resp, bool rpc, unsigned int status,
@@ -382,6 +385,7 @@ static void dispatch_envd(const struct e2b_api *api, const struct e2b_route *rt,
 void e2b_dispatch(const struct e2b_api *api, const struct e2b_request *req,
 		  struct e2b_response *resp)
 {
+	const char *key_name;
 	struct e2b_route rt;
 	int ret;
 
@@ -416,7 +420,12 @@ void e2b_dispatch(const struct e2b_api *api, const struct e2b_request *req,
 		dispatch_envd(api, &rt, req, resp);
 		return;
 	}
-	if (rt.id != E2B_R_API_HEALTH && !api_key_ok(api, req)) {
+	if (rt.id == E2B_R_API_HEALTH) {
+		e2b_control_handle(api, &rt, req, resp);
+		return;
+	}
+	key_name = api_key_name(api, req);
+	if (!key_name) {
 		e2b_reply_error(resp, 401, "Invalid API key");
 		return;
 	}
@@ -425,4 +434,5 @@ void e2b_dispatch(const struct e2b_api *api, const struct e2b_request *req,
 		return;
 	}
 	e2b_control_handle(api, &rt, req, resp);
+	e2b_audit_control(&rt, req, resp, key_name);
 }

@@ -149,10 +149,31 @@ TEST(keys_load)
 	ASSERT_EQ(e2b_keys_load(&k, path), -ENOKEY);
 	ASSERT_EQ(k.n, 0);
 
-	write_file(path, "good\nbad key\n");
+	/* a line may name its key; unnamed keys are "key-N" */
+	write_file(path, "ci e2b_ci_secret\nbare_secret\nops.team-2 other\n");
+	ASSERT_EQ(e2b_keys_load(&k, path), 0);
+	ASSERT_EQ(k.n, 3);
+	EXPECT_STREQ(e2b_keys_find(&k, "e2b_ci_secret"), "ci");
+	EXPECT_STREQ(e2b_keys_find(&k, "bare_secret"), "key-2");
+	EXPECT_STREQ(e2b_keys_find(&k, "other"), "ops.team-2");
+	EXPECT_TRUE(e2b_keys_find(&k, "ci") == NULL);
+	EXPECT_TRUE(e2b_keys_find(&k, NULL) == NULL);
+	e2b_keys_free(&k);
+
+	/* two spaces, a bad name, a taken name: the whole file is refused */
+	write_file(path, "good\nbad key here\n");
 	ASSERT_EQ(e2b_keys_load(&k, path), -EINVAL);
 	ASSERT_EQ(k.n, 0);
 	ASSERT_TRUE(k.keys == NULL);
+	write_file(path, "na/me key\n");
+	ASSERT_EQ(e2b_keys_load(&k, path), -EINVAL);
+	write_file(path, " key\n");
+	ASSERT_EQ(e2b_keys_load(&k, path), -EINVAL);
+	write_file(path, "a key1\na key2\n");
+	ASSERT_EQ(e2b_keys_load(&k, path), -EINVAL);
+	write_file(path, "0123456789012345678901234567890123 key\n");
+	ASSERT_EQ(e2b_keys_load(&k, path), -EINVAL);
+	ASSERT_TRUE(k.keys == NULL && k.names == NULL);
 
 	unlink(path);
 	ASSERT_EQ(e2b_keys_load(&k, path), -ENOENT);

@@ -214,6 +214,11 @@ static void setup(void)
 		ASSERT_EQ(e2b_keys_add(&keys, "e2b_key"), 0);
 	api.keys = &keys;
 	api.backend.ops = &ops;
+	/*
+	 * Nothing here writes the host's behaviour log; and a log that cannot
+	 * be written never fails a request (every test below passes so).
+	 */
+	setenv("CUBE_AUDIT_DIR", "/proc/cube-audit-unwritable", 1);
 	calls = creates = kills = timeouts = net_sets = 0;
 	api.domain = NULL;
 }
@@ -701,6 +706,77 @@ TEST(list_pages_and_filters)
 	ASSERT_EQ(list_ids(&q, ids, sizeof(ids), tok, sizeof(tok)), 200);
 	ASSERT_STREQ(ids, "");
 	list_n = 0;
+}
+
+/* the whole behaviour log of @sandbox in @dir, NUL-ended ("" when none) */
+static char *audit_text(const char *dir, const char *sandbox)
+{
+	static char buf[65536];
+	char path[256];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.jsonl", dir, sandbox);
+	buf[0] = 0;
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+TEST(control_plane_behaviour_log)
+{
+	static const char body[] = "{\"templateID\":\"base\",\"timeout\":60,"
+		"\"envVars\":{\"API_TOKEN\":\"planted-env-value\"},"
+		"\"metadata\":{\"owner\":\"planted-meta-value\"}}";
+	char dir[] = "/tmp/cube-audit-http-XXXXXX";
+	struct e2b_response r;
+	char *log;
+
+	setup();
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	setenv("CUBE_AUDIT_DIR", dir, 1);
+	/* a refused request writes nothing */
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed, "{", 1, &r), 400);
+	e2b_response_free(&r);
+	EXPECT_STREQ(audit_text(dir, "7"), "");
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/v2/sandboxes", &keyed,
+			 body, strlen(body), &r), 201);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/timeout", &keyed,
+			 "{\"timeout\":30}", 14, &r), 204);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "DELETE", "/sandboxes/7", &keyed, NULL, 0, &r), 204);
+	e2b_response_free(&r);
+	/* reads are not logged */
+	ASSERT_EQ(do_req(E2B_PLANE_API, "GET", "/v2/sandboxes", &keyed, NULL, 0, &r), 200);
+	e2b_response_free(&r);
+
+	log = audit_text(dir, "7");
+	TH_LOG("%s", log);
+	EXPECT_TRUE(strstr(log, "\"event\":\"created\"") != NULL);
+	EXPECT_TRUE(strstr(log, "\"key\":\"key-1\"") != NULL);
+	EXPECT_TRUE(strstr(log, "\"template\":\"base\"") != NULL);
+	EXPECT_TRUE(strstr(log, "\"env\":[\"API_TOKEN\"]") != NULL);
+	EXPECT_TRUE(strstr(log, "\"metadata\":[\"owner\"]") != NULL);
+	EXPECT_TRUE(strstr(log, "\"event\":\"timeout_set\"") != NULL);
+	EXPECT_TRUE(strstr(log, "\"timeout_s\":30") != NULL);
+	EXPECT_TRUE(strstr(log, "\"event\":\"killed\"") != NULL);
+	EXPECT_TRUE(strstr(log, "listed") == NULL);
+	/* never a value, a key or a token */
+	EXPECT_TRUE(strstr(log, "planted") == NULL);
+	EXPECT_TRUE(strstr(log, "e2b_key") == NULL);
+	EXPECT_TRUE(strstr(log, "tok7") == NULL);
+	{
+		char path[256];
+
+		snprintf(path, sizeof(path), "%s/7.jsonl", dir);
+		unlink(path);
+		rmdir(dir);
+	}
 }
 
 TEST_MAIN()
