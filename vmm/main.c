@@ -24,6 +24,7 @@
 
 #include "acpi.h"
 #include "boot.h"
+#include "checkpoint.h"
 #include "control.h"
 #include "cube_net_addr.h"
 #include "cube_clone.h"
@@ -67,6 +68,7 @@ struct opts {
 	uint64_t timeout;
 	const char *snapshot_out;
 	const char *restore;
+	const char *checkpoint_dir;
 	bool verify_memory;
 	bool no_cube;
 	const char *control;
@@ -88,6 +90,7 @@ struct vmm {
 	struct snap_restore r;		/* --restore: the snapshot, opened */
 	int mem_fd;			/* --restore: its guest memory */
 	bool mem_shared;		/* mem_fd is a cube.ko clone */
+	struct ckpt_set ck;		/* checkpoints and rollbacks */
 	int epoll_fd;
 	int console_fd;
 	bool paused;
@@ -121,7 +124,16 @@ static void usage(FILE *f)
 "                       burst of four seconds' worth (16..64 MiB, default\n"
 "                       64 KiB); what is over is dropped and counted\n"
 "  --timeout S          stop the VM after S seconds of wall time (exit 3)\n"
-"  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status\n"
+"  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status|\n"
+"                       checkpoint NAME|checkpoints|checkpoint-rm NAME|\n"
+"                       rollback [NAME]\n"
+"  --checkpoint-dir DIR existing directory of the checkpoints (DIR/NAME/: the\n"
+"                       vCPU and device state, the id of the cube.ko snapshot\n"
+"                       of the memory); a restore onto a cube clone only.\n"
+"                       \"checkpoint NAME\" saves the running VM in place,\n"
+"                       \"rollback NAME\" returns it there, \"rollback\" to the\n"
+"                       restored snapshot (same process, same VM); at most\n"
+"                       16 checkpoints, deleted when cube-vmm exits\n"
 "  --snapshot-out DIR   default directory of the snapshot request\n"
 "  --restore DIR        resume the VM saved in DIR (memory: a /dev/cube clone\n"
 "                       of DIR's memory, else the file mapped MAP_PRIVATE)\n"
@@ -148,6 +160,7 @@ enum {
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
 	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
+	OPT_CKPTDIR,
 };
 
 static const struct option long_opts[] = {
@@ -169,6 +182,7 @@ static const struct option long_opts[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "snapshot-out", required_argument, NULL, OPT_SNAPOUT },
 	{ "restore", required_argument, NULL, OPT_RESTORE },
+	{ "checkpoint-dir", required_argument, NULL, OPT_CKPTDIR },
 	{ "verify-memory", no_argument, NULL, OPT_VERIFY },
 	{ "no-cube", no_argument, NULL, OPT_NOCUBE },
 	{ "control", required_argument, NULL, OPT_CONTROL },
@@ -253,6 +267,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case OPT_SNAPOUT: o->snapshot_out = optarg; break;
 		case OPT_RESTORE: o->restore = optarg; break;
+		case OPT_CKPTDIR: o->checkpoint_dir = optarg; break;
 		case OPT_VERIFY: o->verify_memory = true; break;
 		case OPT_NOCUBE: o->no_cube = true; break;
 		case OPT_CONTROL: o->control = optarg; break;
@@ -473,21 +488,24 @@ static void status_reply(struct vmm *m, char *reply, size_t len)
 		     m->paused ? "paused" : "running", m->vm.nr_vcpus,
 		     (unsigned long long)(m->vm.mem.size >> 20),
 		     vm_total_exits(&m->vm));
-	if (n < 0 || (size_t)n >= len || !m->mem_shared || m->mem_fd < 0 ||
-	    ioctl(m->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc))
-		return;
-	snprintf(reply + n, len - n,
-		 " clone_faults=%llu clone_cow_faults=%llu clone_private_pages=%llu clone_around=%llu",
-		 (unsigned long long)cc.faults,
-		 (unsigned long long)cc.cow_faults,
-		 (unsigned long long)cc.private_pages,
-		 (unsigned long long)cc.around);
+	if (n >= 0 && (size_t)n < len && m->mem_shared && m->mem_fd >= 0 &&
+	    !ioctl(m->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc))
+		n += snprintf(reply + n, len - n,
+			      " clone_faults=%llu clone_cow_faults=%llu clone_private_pages=%llu clone_around=%llu",
+			      (unsigned long long)cc.faults,
+			      (unsigned long long)cc.cow_faults,
+			      (unsigned long long)cc.private_pages,
+			      (unsigned long long)cc.around);
+	if (n >= 0 && (size_t)n < len)
+		snprintf(reply + n, len - n, " checkpoints=%u rollbacks=%lu",
+			 m->ck.nr, m->ck.rollbacks);
 }
 
 static void control_request(void *arg, char *req, char *reply, size_t len)
 {
 	struct vmm *m = arg;
 	char *cmd = strtok(req, " "), *a1 = strtok(NULL, " ");
+	bool more = a1 && strtok(NULL, " ");
 
 	if (!cmd) {
 		snprintf(reply, len, "ERR empty request");
@@ -501,13 +519,21 @@ static void control_request(void *arg, char *req, char *reply, size_t len)
 			vm_resume(&m->vm);
 		m->paused = false;
 		snprintf(reply, len, "OK running");
-	} else if (!strcmp(cmd, "snapshot") && !strtok(NULL, " ")) {
+	} else if (!strcmp(cmd, "snapshot") && !more) {
 		do_snapshot(m, a1 ? a1 : m->o.snapshot_out, reply, len);
 	} else if (!strcmp(cmd, "stop") && !a1) {
 		vm_request_exit(&m->vm, VM_EXIT_STOP, "stop request");
 		snprintf(reply, len, "OK stopping");
 	} else if (!strcmp(cmd, "status") && !a1) {
 		status_reply(m, reply, len);
+	} else if (!strcmp(cmd, "checkpoint")) {
+		ckpt_checkpoint(&m->ck, more ? NULL : a1, reply, len);
+	} else if (!strcmp(cmd, "checkpoints") && !a1) {
+		ckpt_list(&m->ck, reply, len);
+	} else if (!strcmp(cmd, "checkpoint-rm")) {
+		ckpt_remove(&m->ck, more ? NULL : a1, reply, len);
+	} else if (!strcmp(cmd, "rollback")) {
+		ckpt_rollback(&m->ck, more ? "" : a1, reply, len);
 	} else {
 		snprintf(reply, len, "ERR unknown request '%s'", cmd);
 	}
@@ -736,7 +762,14 @@ static int run(struct vmm *m)
 			pr_err("cannot restore %s: %s", m->o.restore, err);
 			goto out;
 		}
-		snapshot_close(r);
+		/* A rollback loads the state again; the file is not needed. */
+		if (mem_shared) {
+			close(r->mem_fd);
+			r->mem_fd = -1;
+			m->ck.base = r;
+		} else {
+			snapshot_close(r);
+		}
 	}
 
 	m->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -801,7 +834,7 @@ static int run(struct vmm *m)
 		goto out;
 	}
 	/* every thread's list; each vCPU adds its own before it first runs */
-	if (!m->o.no_seccomp && (ret = sandbox_seccomp())) {
+	if (!m->o.no_seccomp && (ret = sandbox_seccomp(m->mem_shared))) {
 		pr_err("cannot install the seccomp filter: %s (--no-seccomp runs without, for development)",
 		       strerror(-ret));
 		ret = EXIT_ERROR;
@@ -865,6 +898,7 @@ out:
 		vm->devs[i] = NULL;
 	if (vm->serial)
 		serial_flush(vm->serial);
+	ckpt_fini(&m->ck);
 	snapshot_close(r);
 	vm_destroy(vm);
 	if (mem_shared && m->mem_fd >= 0) {
@@ -882,7 +916,7 @@ int main(int argc, char **argv)
 {
 	static struct vmm m;
 	struct cgroup_limits lim = { 0 };
-	int parent_close[3];
+	int parent_close[5];
 	char name[64];
 	const char *err = NULL;
 	int ret;
@@ -931,6 +965,19 @@ int main(int argc, char **argv)
 		if (m.mem_fd < 0)
 			return EXIT_ERROR;
 	}
+	m.ck.vm = &m.vm;
+	m.ck.cfg = &m.cfg;
+	m.ck.mem_fd = &m.mem_fd;
+	m.ck.mem_shared = m.mem_shared;
+	m.ck.paused = &m.paused;
+	{
+		char err2[256];
+
+		if (ckpt_init(&m.ck, m.o.checkpoint_dir, err2, sizeof(err2))) {
+			pr_err("%s", err2);
+			return EXIT_ERROR;
+		}
+	}
 	if (!m.o.no_cgroup) {
 		snprintf(name, sizeof(name), "cube-vmm-%d", (int)getpid());
 		lim.name = m.o.id ? m.o.id : name;
@@ -942,6 +989,8 @@ int main(int argc, char **argv)
 		parent_close[0] = m.o.sandbox_fd;
 		parent_close[1] = m.mem_shared ? m.mem_fd : -1;
 		parent_close[2] = m.r.mem_fd;
+		parent_close[3] = m.ck.dir_fd;
+		parent_close[4] = m.ck.dev_fd;
 		lim.parent_close = parent_close;
 		lim.nr_parent_close = ARRAY_SIZE(parent_close);
 		ret = sandbox_cgroup_enter(&lim, &err);

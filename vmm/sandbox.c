@@ -233,7 +233,20 @@ static const unsigned long allowed_ioctls[] = {
 	CUBE_IOC_CLONE_COUNTERS,
 };
 
-int sandbox_seccomp(void)
+/*
+ * A VM on a cube.ko clone: checkpoints (snapshots of the clone) and
+ * rollbacks (a clone reset or a new clone, the state loaded again).
+ */
+static const unsigned long rollback_ioctls[] = {
+	KVM_SET_REGS, KVM_SET_SREGS, KVM_SET_FPU, KVM_SET_XSAVE,
+	KVM_SET_XCRS, KVM_SET_MSRS, KVM_SET_LAPIC, KVM_SET_VCPU_EVENTS,
+	KVM_SET_MP_STATE, KVM_SET_DEBUGREGS, KVM_SET_IRQCHIP, KVM_SET_PIT2,
+	KVM_SET_CLOCK,
+	CUBE_IOC_SNAPSHOT_CREATE, CUBE_IOC_SNAPSHOT_DELETE,
+	CUBE_IOC_SNAPSHOT_INFO, CUBE_IOC_CLONE_CREATE, CUBE_IOC_CLONE_RESET,
+};
+
+int sandbox_seccomp(bool rollback)
 {
 	scmp_filter_ctx ctx;
 	unsigned int i;
@@ -254,6 +267,10 @@ int sandbox_seccomp(void)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				       SCMP_A1(SCMP_CMP_EQ,
 					       allowed_ioctls[i]));
+	for (i = 0; rollback && !ret && i < ARRAY_SIZE(rollback_ioctls); i++)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				       SCMP_A1(SCMP_CMP_EQ,
+					       rollback_ioctls[i]));
 	/* Signals to its own threads only (the vCPU kick), no one else's. */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,

@@ -31,7 +31,10 @@ int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err);
 
 /* Drop every capability and set no_new_privs; 0 or -errno. */
 int sandbox_drop_caps(void);
-/* Load the seccomp allow list for all threads; 0 or -errno. */
-int sandbox_seccomp(void);
+/*
+ * Load the seccomp allow list for all threads; with rollback, also the
+ * requests of checkpoints and rollbacks.  0 or -errno.
+ */
+int sandbox_seccomp(bool rollback);
 
 #endif /* CUBE_VMM_SANDBOX_H */

@@ -144,7 +144,7 @@ static int save_vm_state(struct vm *vm, struct snap_buf *b)
 	return 0;
 }
 
-static void lock_devs(struct vm *vm, bool lock)
+void snapshot_lock_devs(struct vm *vm, bool lock)
 {
 	int i;
 
@@ -236,12 +236,51 @@ out:
 	return ret;
 }
 
+/* The state sections of a paused VM whose devices are locked. */
+static int save_state(struct vm *vm, const struct snap_config *cfg,
+		      struct snap_buf *b, char *err, size_t errlen)
+{
+	int i, ret;
+
+	snap_add(b, SNAP_SEC_CONFIG, 0, cfg, sizeof(*cfg));
+	ret = save_vm_state(vm, b);
+	if (ret)
+		return snap_err(err, errlen, ret, "saving VM state: %s",
+				strerror(-ret));
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		ret = save_vcpu(vm, &vm->vcpus[i], b);
+		if (ret)
+			return snap_err(err, errlen, ret, "saving vCPU %d: %s",
+					i, strerror(-ret));
+	}
+	save_devs(vm, b);
+	return 0;
+}
+
+int snapshot_save_state(struct vm *vm, const struct snap_config *cfg,
+			struct snap_buf *b, char *err, size_t errlen)
+{
+	int ret;
+
+	snap_buf_init(b);
+	ret = save_state(vm, cfg, b, err, errlen);
+	if (!ret) {
+		ret = snap_finish(b, vm->mem.size, 0, vm->nr_vcpus);
+		if (ret)
+			snap_err(err, errlen, ret, "building state: %s",
+				 strerror(-ret));
+	}
+	if (ret)
+		snap_buf_free(b);
+	return ret;
+}
+
 int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 		  const char *dir, char *err, size_t errlen)
 {
 	struct snap_buf b;
 	uint32_t crc = 0;
-	int dfd, fd, i, ret;
+	int dfd, fd, ret;
 
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return snap_err(err, errlen, -errno, "cannot create %s: %s",
@@ -251,25 +290,11 @@ int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 		return snap_err(err, errlen, -errno, "cannot open %s: %s", dir,
 				strerror(errno));
 	snap_buf_init(&b);
-	lock_devs(vm, true);
-	snap_add(&b, SNAP_SEC_CONFIG, 0, cfg, sizeof(*cfg));
-	ret = save_vm_state(vm, &b);
-	if (ret) {
-		snap_err(err, errlen, ret, "saving VM state: %s", strerror(-ret));
-		goto unlock;
-	}
-	for (i = 0; i < vm->nr_vcpus; i++) {
-		ret = save_vcpu(vm, &vm->vcpus[i], &b);
-		if (ret) {
-			snap_err(err, errlen, ret, "saving vCPU %d: %s", i,
-				 strerror(-ret));
-			goto unlock;
-		}
-	}
-	save_devs(vm, &b);
-	ret = save_memory(vm, dfd, &crc, err, errlen);
-unlock:
-	lock_devs(vm, false);
+	snapshot_lock_devs(vm, true);
+	ret = save_state(vm, cfg, &b, err, errlen);
+	if (!ret)
+		ret = save_memory(vm, dfd, &crc, err, errlen);
+	snapshot_lock_devs(vm, false);
 	if (ret)
 		goto out;
 	ret = snap_finish(&b, vm->mem.size, crc, vm->nr_vcpus);
@@ -357,13 +382,118 @@ static const struct snap_section *need(const struct snap_image *img,
 	return s;
 }
 
+/* Every section a vCPU's load needs, of the size it needs. */
+static int check_vcpus(const struct snap_restore *r, char *err, size_t errlen)
+{
+	static const struct {
+		uint32_t type;
+		size_t size;
+	} secs[] = {
+		{ SNAP_SEC_VCPU_CPUID, 0 },
+		{ SNAP_SEC_VCPU_MP_STATE, sizeof(struct kvm_mp_state) },
+		{ SNAP_SEC_VCPU_REGS, sizeof(struct kvm_regs) },
+		{ SNAP_SEC_VCPU_SREGS, sizeof(struct kvm_sregs) },
+		{ SNAP_SEC_VCPU_FPU, sizeof(struct kvm_fpu) },
+		{ SNAP_SEC_VCPU_XSAVE, sizeof(struct kvm_xsave) },
+		{ SNAP_SEC_VCPU_XCRS, sizeof(struct kvm_xcrs) },
+		{ SNAP_SEC_VCPU_DEBUGREGS, sizeof(struct kvm_debugregs) },
+		{ SNAP_SEC_VCPU_LAPIC, sizeof(struct kvm_lapic_state) },
+		{ SNAP_SEC_VCPU_MSRS, 0 },
+		{ SNAP_SEC_VCPU_EVENTS, sizeof(struct kvm_vcpu_events) },
+	};
+	const struct snap_section *s;
+	uint32_t v;
+	size_t i;
+
+	for (v = 0; v < r->cfg.nr_vcpus; v++) {
+		for (i = 0; i < ARRAY_SIZE(secs); i++)
+			if (!need(&r->img, secs[i].type, v, secs[i].size, err,
+				  errlen))
+				return -EINVAL;
+		s = snap_find(&r->img, SNAP_SEC_VCPU_MSRS, v);
+		if (s->size % sizeof(struct kvm_msr_entry) ||
+		    s->size / sizeof(struct kvm_msr_entry) > MAX_MSRS)
+			return snap_err(err, errlen, -EINVAL,
+					"vCPU %u: bad MSR section", v);
+		s = snap_find(&r->img, SNAP_SEC_VCPU_CPUID, v);
+		if (!s->size || s->size % sizeof(struct kvm_cpuid_entry2) ||
+		    s->size / sizeof(struct kvm_cpuid_entry2) > 4096)
+			return snap_err(err, errlen, -EINVAL,
+					"vCPU %u: bad CPUID section", v);
+	}
+	return 0;
+}
+
+/* Index r->file (r->file_len bytes) and check what a load needs. */
+static int parse_state(struct snap_restore *r, char *err, size_t errlen)
+{
+	const struct snap_section *s;
+	char perr[160];
+	int ret, i;
+
+	ret = snap_parse(r->file, r->file_len, &r->img, perr, sizeof(perr));
+	if (ret)
+		return snap_err(err, errlen, ret, "state: %s", perr);
+	ret = -EINVAL;
+	s = need(&r->img, SNAP_SEC_CONFIG, 0, sizeof(r->cfg), err, errlen);
+	if (!s)
+		return ret;
+	memcpy(&r->cfg, s->data, sizeof(r->cfg));
+	r->cfg.rootfs[sizeof(r->cfg.rootfs) - 1] = 0;
+	if (r->cfg.flags & ~SNAP_CFG_ALL)
+		return snap_err(err, errlen, ret,
+				"state: unknown device flags %#x",
+				r->cfg.flags & ~SNAP_CFG_ALL);
+	if (r->cfg.flags & SNAP_CFG_NET) {
+		s = need(&r->img, SNAP_SEC_NET, 0, sizeof(r->net), err, errlen);
+		if (!s)
+			return ret;
+		memcpy(&r->net, s->data, sizeof(r->net));
+	}
+	if (r->cfg.mem_size != r->img.hdr.mem_size ||
+	    r->cfg.nr_vcpus != r->img.hdr.nr_vcpus ||
+	    r->cfg.mem_size < VM_MEM_MIN || r->cfg.mem_size > VM_MEM_MAX ||
+	    r->cfg.mem_size % PAGE_SIZE || !r->cfg.nr_vcpus ||
+	    r->cfg.nr_vcpus > VM_MAX_VCPUS)
+		return snap_err(err, errlen, ret, "state: bad VM configuration");
+	for (i = KVM_IRQCHIP_PIC_MASTER; i <= KVM_IRQCHIP_IOAPIC; i++) {
+		s = need(&r->img, SNAP_SEC_IRQCHIP, i, sizeof(struct kvm_irqchip),
+			 err, errlen);
+		if (!s)
+			return ret;
+		if (((const struct kvm_irqchip *)s->data)->chip_id != (uint32_t)i)
+			return snap_err(err, errlen, ret, "irqchip %d: bad id", i);
+	}
+	if (!need(&r->img, SNAP_SEC_PIT, 0, sizeof(struct kvm_pit_state2), err,
+		  errlen) ||
+	    !need(&r->img, SNAP_SEC_CLOCK, 0, sizeof(struct kvm_clock_data),
+		  err, errlen) ||
+	    !need(&r->img, SNAP_SEC_SERIAL, 0, sizeof(struct serial_regs), err,
+		  errlen))
+		return ret;
+	return check_vcpus(r, err, errlen);
+}
+
+int snapshot_read_state(int dfd, struct snap_restore *r, char *err,
+			size_t errlen)
+{
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->mem_fd = -1;
+	ret = read_file(dfd, "state", &r->file, &r->file_len, err, errlen);
+	if (!ret)
+		ret = parse_state(r, err, errlen);
+	if (ret)
+		snapshot_close(r);
+	return ret;
+}
+
 int snapshot_open(struct snap_restore *r, const char *dir, bool verify_mem,
 		  char *err, size_t errlen)
 {
-	const struct snap_section *s;
 	struct stat st;
-	char perr[160];
-	int dfd, ret, i;
+	int dfd, ret;
 
 	memset(r, 0, sizeof(*r));
 	r->mem_fd = -1;
@@ -371,49 +501,8 @@ int snapshot_open(struct snap_restore *r, const char *dir, bool verify_mem,
 	if (dfd < 0)
 		return snap_err(err, errlen, -errno, "cannot open %s: %s", dir,
 				strerror(errno));
-	ret = read_file(dfd, "state", &r->file, &r->file_len, err, errlen);
+	ret = snapshot_read_state(dfd, r, err, errlen);
 	if (ret)
-		goto fail;
-	ret = snap_parse(r->file, r->file_len, &r->img, perr, sizeof(perr));
-	if (ret) {
-		snap_err(err, errlen, ret, "state: %s", perr);
-		goto fail;
-	}
-	ret = -EINVAL;
-	s = need(&r->img, SNAP_SEC_CONFIG, 0, sizeof(r->cfg), err, errlen);
-	if (!s)
-		goto fail;
-	memcpy(&r->cfg, s->data, sizeof(r->cfg));
-	r->cfg.rootfs[sizeof(r->cfg.rootfs) - 1] = 0;
-	if (r->cfg.flags & ~SNAP_CFG_ALL) {
-		snap_err(err, errlen, ret, "state: unknown device flags %#x",
-			 r->cfg.flags & ~SNAP_CFG_ALL);
-		goto fail;
-	}
-	if (r->cfg.flags & SNAP_CFG_NET) {
-		s = need(&r->img, SNAP_SEC_NET, 0, sizeof(r->net), err, errlen);
-		if (!s)
-			goto fail;
-		memcpy(&r->net, s->data, sizeof(r->net));
-	}
-	if (r->cfg.mem_size != r->img.hdr.mem_size ||
-	    r->cfg.nr_vcpus != r->img.hdr.nr_vcpus ||
-	    r->cfg.mem_size < VM_MEM_MIN || r->cfg.mem_size > VM_MEM_MAX ||
-	    r->cfg.mem_size % PAGE_SIZE || !r->cfg.nr_vcpus ||
-	    r->cfg.nr_vcpus > VM_MAX_VCPUS) {
-		snap_err(err, errlen, ret, "state: bad VM configuration");
-		goto fail;
-	}
-	for (i = KVM_IRQCHIP_PIC_MASTER; i <= KVM_IRQCHIP_IOAPIC; i++)
-		if (!need(&r->img, SNAP_SEC_IRQCHIP, i, sizeof(struct kvm_irqchip),
-			  err, errlen))
-			goto fail;
-	if (!need(&r->img, SNAP_SEC_PIT, 0, sizeof(struct kvm_pit_state2), err,
-		  errlen) ||
-	    !need(&r->img, SNAP_SEC_CLOCK, 0, sizeof(struct kvm_clock_data),
-		  err, errlen) ||
-	    !need(&r->img, SNAP_SEC_SERIAL, 0, sizeof(struct serial_regs), err,
-		  errlen))
 		goto fail;
 
 	r->mem_fd = openat(dfd, "memory", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -536,19 +625,26 @@ static int set_cpuid(struct vcpu *vcpu, const struct snap_section *s)
 				vcpu->id, #ioc, strerror(errno));	\
 } while (0)
 
-static int load_vcpu(struct vcpu *vcpu, struct snap_restore *r, char *err,
-		     size_t errlen)
+/*
+ * A vCPU that has run keeps its CPUID (KVM refuses to change it; a
+ * rollback's is the one the restore set).
+ */
+static int load_vcpu(struct vcpu *vcpu, struct snap_restore *r, bool cpuid,
+		     char *err, size_t errlen)
 {
 	const struct snap_section *s;
 	int ret;
 
-	s = need(&r->img, SNAP_SEC_VCPU_CPUID, vcpu->id, 0, err, errlen);
-	if (!s)
-		return -EINVAL;
-	ret = set_cpuid(vcpu, s);
-	if (ret)
-		return snap_err(err, errlen, ret, "vCPU %d: CPUID: %s", vcpu->id,
-				strerror(-ret));
+	if (cpuid) {
+		s = need(&r->img, SNAP_SEC_VCPU_CPUID, vcpu->id, 0, err,
+			 errlen);
+		if (!s)
+			return -EINVAL;
+		ret = set_cpuid(vcpu, s);
+		if (ret)
+			return snap_err(err, errlen, ret, "vCPU %d: CPUID: %s",
+					vcpu->id, strerror(-ret));
+	}
 	LOAD(KVM_SET_MP_STATE, SNAP_SEC_VCPU_MP_STATE, struct kvm_mp_state);
 	LOAD(KVM_SET_REGS, SNAP_SEC_VCPU_REGS, struct kvm_regs);
 	LOAD(KVM_SET_SREGS, SNAP_SEC_VCPU_SREGS, struct kvm_sregs);
@@ -568,8 +664,19 @@ static int load_vcpu(struct vcpu *vcpu, struct snap_restore *r, char *err,
 	return 0;
 }
 
-static int load_devs(struct vm *vm, struct snap_restore *r, char *err,
-		     size_t errlen)
+static void dev_lock(struct virtio_mmio *t, bool locked, bool lock)
+{
+	if (locked)
+		return;
+	if (lock)
+		pthread_mutex_lock(&t->lock);
+	else
+		pthread_mutex_unlock(&t->lock);
+}
+
+/* @locked: the caller holds every device's lock (snapshot_lock_devs()). */
+static int load_devs(struct vm *vm, struct snap_restore *r, bool locked,
+		     char *err, size_t errlen)
 {
 	static struct vsock_state vs;
 	const struct snap_section *s;
@@ -587,9 +694,9 @@ static int load_devs(struct vm *vm, struct snap_restore *r, char *err,
 			 sizeof(struct virtio_mmio_state), err, errlen);
 		if (!s)
 			return -EINVAL;
-		pthread_mutex_lock(&t->lock);
+		dev_lock(t, locked, true);
 		ret = virtio_mmio_load(t, s->data);
-		pthread_mutex_unlock(&t->lock);
+		dev_lock(t, locked, false);
 		if (ret)
 			return snap_err(err, errlen, ret,
 					"device %d: state does not fit", i);
@@ -611,9 +718,9 @@ static int load_devs(struct vm *vm, struct snap_restore *r, char *err,
 		    (uint64_t)vs.nr_conns * sizeof(vs.conns[0]))
 			return snap_err(err, errlen, -EINVAL,
 					"vsock section has a bad size");
-		pthread_mutex_lock(&t->lock);
+		dev_lock(t, locked, true);
 		ret = vsock_load(t, &vs);
-		pthread_mutex_unlock(&t->lock);
+		dev_lock(t, locked, false);
 		if (ret)
 			return snap_err(err, errlen, ret, "vsock state");
 	}
@@ -621,17 +728,17 @@ static int load_devs(struct vm *vm, struct snap_restore *r, char *err,
 		struct virtio_mmio *t = vm->devs[VM_DEV_NET];
 		int ret;
 
-		pthread_mutex_lock(&t->lock);
+		dev_lock(t, locked, true);
 		ret = virtio_net_load(t, &r->net);
-		pthread_mutex_unlock(&t->lock);
+		dev_lock(t, locked, false);
 		if (ret)
 			return snap_err(err, errlen, ret, "virtio-net state");
 	}
 	return 0;
 }
 
-int snapshot_load(struct vm *vm, struct snap_restore *r, char *err,
-		  size_t errlen)
+static int load(struct vm *vm, struct snap_restore *r, bool live, char *err,
+		size_t errlen)
 {
 	const struct snap_section *s;
 	int i, ret;
@@ -649,11 +756,11 @@ int snapshot_load(struct vm *vm, struct snap_restore *r, char *err,
 		return snap_err(err, errlen, -errno, "KVM_SET_PIT2: %s",
 				strerror(errno));
 	for (i = 0; i < vm->nr_vcpus; i++) {
-		ret = load_vcpu(&vm->vcpus[i], r, err, errlen);
+		ret = load_vcpu(&vm->vcpus[i], r, !live, err, errlen);
 		if (ret)
 			return ret;
 	}
-	ret = load_devs(vm, r, err, errlen);
+	ret = load_devs(vm, r, live, err, errlen);
 	if (ret)
 		return ret;
 	s = snap_find(&r->img, SNAP_SEC_CLOCK, 0);
@@ -667,4 +774,54 @@ int snapshot_load(struct vm *vm, struct snap_restore *r, char *err,
 					strerror(errno));
 	}
 	return 0;
+}
+
+int snapshot_load(struct vm *vm, struct snap_restore *r, char *err,
+		  size_t errlen)
+{
+	return load(vm, r, false, err, errlen);
+}
+
+int snapshot_check_devs(struct vm *vm, const struct snap_restore *r,
+			char *err, size_t errlen)
+{
+	const struct virtio_mmio_state *ms;
+	const struct snap_section *s;
+	int i;
+
+	if (r->cfg.mem_size != vm->mem.size ||
+	    r->cfg.nr_vcpus != (uint32_t)vm->nr_vcpus ||
+	    !(r->cfg.flags & SNAP_CFG_BLK) != !vm->devs[VM_DEV_BLK] ||
+	    !(r->cfg.flags & SNAP_CFG_NET) != !vm->devs[VM_DEV_NET])
+		return snap_err(err, errlen, -EINVAL,
+				"the state is of another VM shape");
+	for (i = 0; i < VM_MAX_DEVS; i++) {
+		if (!vm->devs[i])
+			continue;
+		s = need(&r->img, SNAP_SEC_VIRTIO, i,
+			 sizeof(struct virtio_mmio_state), err, errlen);
+		if (!s)
+			return -EINVAL;
+		ms = (const void *)s->data;
+		if (ms->device_id != vm->devs[i]->ops->device_id ||
+		    ms->nr_queues != vm->devs[i]->ops->nr_queues)
+			return snap_err(err, errlen, -EINVAL,
+					"device %d: state does not fit", i);
+	}
+	if (vm->devs[VM_DEV_VSOCK]) {
+		s = need(&r->img, SNAP_SEC_VSOCK, 0, 0, err, errlen);
+		if (!s)
+			return -EINVAL;
+		if (s->size < offsetof(struct vsock_state, conns) ||
+		    s->size > sizeof(struct vsock_state))
+			return snap_err(err, errlen, -EINVAL,
+					"vsock section has a bad size");
+	}
+	return 0;
+}
+
+int snapshot_reload(struct vm *vm, struct snap_restore *r, char *err,
+		    size_t errlen)
+{
+	return load(vm, r, true, err, errlen);
 }

@@ -51,4 +51,23 @@ int snapshot_load(struct vm *vm, struct snap_restore *r, char *err,
 		  size_t errlen);
 void snapshot_close(struct snap_restore *r);
 
+/*
+ * In-place checkpoints and rollbacks (checkpoint.c) of a paused VM:
+ * snapshot_lock_devs() holds every device's lock, so no device thread
+ * touches guest memory or queues in between.
+ */
+void snapshot_lock_devs(struct vm *vm, bool lock);
+/* With the devices locked: the whole state file, in b (memory crc 0). */
+int snapshot_save_state(struct vm *vm, const struct snap_config *cfg,
+			struct snap_buf *b, char *err, size_t errlen);
+/* Read and check the state file "state" of directory dfd (no memory). */
+int snapshot_read_state(int dfd, struct snap_restore *r, char *err,
+			size_t errlen);
+/* Whether r's state fits this VM's shape and devices: 0 or -EINVAL. */
+int snapshot_check_devs(struct vm *vm, const struct snap_restore *r,
+			char *err, size_t errlen);
+/* With the devices locked: load r into a VM that has run (CPUID kept). */
+int snapshot_reload(struct vm *vm, struct snap_restore *r, char *err,
+		    size_t errlen);
+
 #endif /* CUBE_VMM_SNAPSHOT_H */

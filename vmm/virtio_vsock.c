@@ -975,6 +975,18 @@ void vsock_save(struct virtio_mmio *t, struct vsock_state *s)
 	}
 }
 
+void vsock_drop_all(struct virtio_mmio *t)
+{
+	struct vsock *v = t->priv;
+	unsigned int i;
+
+	for (i = 0; i < VSOCK_MAX_CONNS; i++)
+		if (v->conns[i].state != CONN_FREE)
+			conn_free(v, &v->conns[i]);
+	v->rst_len = 0;
+	v->rst_head = 0;
+}
+
 int vsock_load(struct virtio_mmio *t, const struct vsock_state *s)
 {
 	struct vsock *v = t->priv;

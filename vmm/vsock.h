@@ -56,5 +56,11 @@ void vsock_save(struct virtio_mmio *t, struct vsock_state *s);
  * the guest (an RST each, before any new connection's packets).
  */
 int vsock_load(struct virtio_mmio *t, const struct vsock_state *s);
+/*
+ * Before a rollback's vsock_load(), the transport lock held: close every
+ * host stream (its peer sees the end) and forget every connection and
+ * pending RST of the state being left.
+ */
+void vsock_drop_all(struct virtio_mmio *t);
 
 #endif /* CUBE_VMM_VSOCK_H */

@@ -73,6 +73,9 @@ rng)
 vsock)
 	run_say /bin/vsock-echo 1234
 	;;
+kv)
+	run_say /bin/vsock-kv 1235
+	;;
 evil)
 	run_say /bin/evil-virtq
 	off

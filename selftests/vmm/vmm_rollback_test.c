@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cube-vmm checkpoints and in-place rollbacks: a guest restored onto a
+ * cube.ko clone is checkpointed and rolled back (to a checkpoint, or to
+ * the snapshot it was restored from) in the same process and KVM VM.  The
+ * guest's own memory (vsock-kv's value) says which state it is in; it
+ * answers over vsock after every rollback; bad requests change nothing;
+ * many rollbacks leak nothing; a killed VMM's checkpoints are released by
+ * cube_checkpoints_release().
+ */
+#include <dirent.h>
+#include <inttypes.h>
+#include <sys/ioctl.h>
+
+#include <linux/cube.h>
+
+#include "vmm_util.h"
+
+#define KV_PORT		1235
+#define MEM_MIB		160
+
+/* The template: booted once per run of this program, shared by its tests. */
+static void tpl_dir(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/vmm-rbtpl-%d", (int)getppid());
+}
+
+static int kv_req(const char *uds, const char *req, char *out, size_t len,
+		  double timeout)
+{
+	double end = now_s() + timeout;
+	int fd = -1, r;
+
+	while (fd < 0 && now_s() < end) {
+		fd = vsock_open(uds, KV_PORT);
+		if (fd < 0)
+			usleep(50000);
+	}
+	if (fd < 0)
+		return -1;
+	r = write_all(fd, req, strlen(req)) || write_all(fd, "\n", 1) ||
+	    read_line(fd, out, len, (int)(timeout * 1000)) < 0 ? -1 : 0;
+	close(fd);
+	return r;
+}
+
+/* Boot the kv guest, snapshot it into DIR/snap, stop (once per run). */
+static int make_template(char *snap, size_t len)
+{
+	char dir[128], log[192], err[192], uds[192], ctl[192], req[256];
+	char reply[256];
+	const char *argv[32];
+	pid_t pid;
+	int n = 0, st;
+
+	tpl_dir(dir, sizeof(dir));
+	snprintf(snap, len, "%s/snap", dir);
+	snprintf(req, sizeof(req), "%s/state", snap);
+	if (!access(req, R_OK))
+		return 0;
+	mkdir(dir, 0700);
+	snprintf(log, sizeof(log), "%s/boot.log", dir);
+	snprintf(err, sizeof(err), "%s/boot.err", dir);
+	snprintf(uds, sizeof(uds), "%s/vsock", dir);
+	snprintf(ctl, sizeof(ctl), "%s/control", dir);
+	argv[n++] = "cube-vmm";
+	argv[n++] = "--kernel";
+	argv[n++] = l2_kernel();
+	argv[n++] = "--initrd";
+	argv[n++] = L2_INITRD;
+	argv[n++] = "--append";
+	argv[n++] = "cube.test=kv";
+	argv[n++] = "--mem";
+	argv[n++] = "160";
+	argv[n++] = "--console-log";
+	argv[n++] = log;
+	argv[n++] = "--vsock-uds";
+	argv[n++] = uds;
+	argv[n++] = "--control";
+	argv[n++] = ctl;
+	argv[n++] = "--timeout";
+	argv[n++] = "600";
+	argv[n] = NULL;
+	pid = vmm_spawn(argv, err);
+	if (pid < 0)
+		return -1;
+	if (!wait_for(log, "CUBE-L2-KV-READY", BOOT_TIMEOUT, pid) ||
+	    kv_req(uds, "PING", reply, sizeof(reply), 30) ||
+	    strcmp(reply, "PONG")) {
+		dump_file("console", log);
+		dump_file("stderr", err);
+		kill(pid, SIGKILL);
+		vmm_wait(pid, 10);
+		return -1;
+	}
+	snprintf(req, sizeof(req), "snapshot %s", snap);
+	if (control(ctl, req, reply, sizeof(reply)) ||
+	    strncmp(reply, "OK snapshot", 11)) {
+		ct_diag("snapshot: %s", reply);
+		kill(pid, SIGKILL);
+		vmm_wait(pid, 10);
+		return -1;
+	}
+	control(ctl, "stop", reply, sizeof(reply));
+	st = vmm_wait(pid, 60);
+	return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1;
+}
+
+struct rvm {
+	pid_t pid;
+	char uds[192], ctl[192], log[192], err[192], ckdir[192];
+};
+
+/* Restore the template; extra options (NULL-ended); waits for its PONG. */
+static int rvm_start(struct rvm *v, const char *dir, int i, const char *snap,
+		     bool ckdir, const char *extra)
+{
+	const char *argv[24];
+	char reply[64];
+	int n = 0;
+
+	snprintf(v->uds, sizeof(v->uds), "%s/vsock%d", dir, i);
+	snprintf(v->ctl, sizeof(v->ctl), "%s/control%d", dir, i);
+	snprintf(v->log, sizeof(v->log), "%s/vm%d.log", dir, i);
+	snprintf(v->err, sizeof(v->err), "%s/vm%d.err", dir, i);
+	snprintf(v->ckdir, sizeof(v->ckdir), "%s/ck%d", dir, i);
+	mkdir(v->ckdir, 0700);
+	argv[n++] = "cube-vmm";
+	argv[n++] = "--restore";
+	argv[n++] = snap;
+	argv[n++] = "--vsock-uds";
+	argv[n++] = v->uds;
+	argv[n++] = "--control";
+	argv[n++] = v->ctl;
+	argv[n++] = "--console-log";
+	argv[n++] = v->log;
+	argv[n++] = "--timeout";
+	argv[n++] = "600";
+	if (ckdir) {
+		argv[n++] = "--checkpoint-dir";
+		argv[n++] = v->ckdir;
+	}
+	if (extra)
+		argv[n++] = extra;
+	argv[n] = NULL;
+	v->pid = vmm_spawn(argv, v->err);
+	if (v->pid < 0)
+		return -1;
+	if (kv_req(v->uds, "PING", reply, sizeof(reply), 60) ||
+	    strcmp(reply, "PONG")) {
+		dump_file("stderr", v->err);
+		return -1;
+	}
+	return 0;
+}
+
+static int rvm_stop(struct rvm *v)
+{
+	char reply[64];
+	int st;
+
+	control(v->ctl, "stop", reply, sizeof(reply));
+	st = vmm_wait(v->pid, 60);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		dump_file("stderr", v->err);
+		return -1;
+	}
+	return 0;
+}
+
+/* @key's value in a reply, -1 when absent */
+static long long field(const char *reply, const char *key)
+{
+	const char *p = strstr(reply, key);
+
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+static void get_value(struct rvm *v, char *out, size_t len)
+{
+	char reply[64];
+
+	out[0] = 0;
+	if (!kv_req(v->uds, "GET", reply, sizeof(reply), 60) &&
+	    !strncmp(reply, "VAL ", 4))
+		snprintf(out, len, "%s", reply + 4);
+}
+
+static int set_value(struct rvm *v, const char *val)
+{
+	char req[96], reply[64];
+
+	snprintf(req, sizeof(req), "SET %s", val);
+	return kv_req(v->uds, req, reply, sizeof(reply), 60) ||
+	       strcmp(reply, "OK") ? -1 : 0;
+}
+
+static int dirty(struct rvm *v, unsigned int mib, unsigned int seed)
+{
+	char req[96], reply[64];
+
+	snprintf(req, sizeof(req), "DIRTY %u %u", mib, seed);
+	return kv_req(v->uds, req, reply, sizeof(reply), 120) ||
+	       strcmp(reply, "OK") ? -1 : 0;
+}
+
+/* Entries of a directory, "." and ".." aside; -1 when it is missing. */
+static int dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void scratch(char *dir, size_t len, char *snap, size_t slen,
+		    const char *tag)
+{
+	need_kvm();
+	if (access("/dev/cube", R_OK | W_OK))
+		SKIP("no /dev/cube");
+	if (make_template(snap, slen))
+		ASSERT_TRUE(0);
+	mk_scratch(dir, len, tag);
+}
+
+TEST(checkpoint_then_rollbacks)
+{
+	char dir[128], snap[160], reply[256], val[80], path[320];
+	struct rvm v;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb1");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "-");
+	ASSERT_EQ(set_value(&v, "at-c1"), 0);
+
+	ASSERT_EQ(control(v.ctl, "checkpoint c1", reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	ASSERT_EQ(strncmp(reply, "OK checkpoint c1 ", 17), 0);
+	EXPECT_GT(field(reply, " pages="), 0);
+	snprintf(path, sizeof(path), "%s/c1/state", v.ckdir);
+	EXPECT_EQ(access(path, R_OK), 0);
+	snprintf(path, sizeof(path), "%s/c1/cube-snapshot-id", v.ckdir);
+	EXPECT_EQ(access(path, R_OK), 0);
+	/* The guest runs on after a checkpoint, from the same memory. */
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "at-c1");
+
+	ASSERT_EQ(set_value(&v, "after-c1"), 0);
+	ASSERT_EQ(dirty(&v, 8, 3), 0);
+	ASSERT_EQ(control(v.ctl, "rollback c1", reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	ASSERT_EQ(strncmp(reply, "OK rollback c1 ", 15), 0);
+	/* at least the 8 MiB the guest wrote since */
+	EXPECT_GE(field(reply, " pages="), 8 << 8);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "at-c1");
+
+	/* Again: a rollback of a rollback. */
+	ASSERT_EQ(set_value(&v, "again"), 0);
+	ASSERT_EQ(control(v.ctl, "rollback c1", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK rollback c1 ", 15), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "at-c1");
+
+	/* To the template: the value it never had. */
+	ASSERT_EQ(control(v.ctl, "rollback", reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	EXPECT_EQ(strncmp(reply, "OK rollback @restore ", 21), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "-");
+	/* and back to the checkpoint from there */
+	ASSERT_EQ(control(v.ctl, "rollback c1", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK rollback c1 ", 15), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "at-c1");
+
+	ASSERT_EQ(control(v.ctl, "checkpoint c0", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK checkpoint c0 ", 17), 0);
+	ASSERT_EQ(control(v.ctl, "checkpoints", reply, sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "OK c0 c1");
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	EXPECT_EQ(field(reply, " checkpoints="), 2);
+	EXPECT_EQ(field(reply, " rollbacks="), 4);
+	ASSERT_EQ(control(v.ctl, "checkpoint-rm c1", reply, sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "OK removed c1");
+	snprintf(path, sizeof(path), "%s/c1", v.ckdir);
+	EXPECT_EQ(dir_entries(path), -1);
+	ASSERT_EQ(control(v.ctl, "checkpoints", reply, sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "OK c0");
+	/* The guest still runs on the removed checkpoint's clone. */
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "at-c1");
+
+	/* A clean exit takes its checkpoints with it. */
+	EXPECT_EQ(rvm_stop(&v), 0);
+	EXPECT_EQ(dir_entries(v.ckdir), 0);
+	rm_tree(dir);
+}
+
+TEST(rollback_of_a_paused_vm)
+{
+	char dir[128], snap[160], reply[256], val[80];
+	struct rvm v;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb2");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
+	ASSERT_EQ(set_value(&v, "x"), 0);
+	ASSERT_EQ(dirty(&v, 4, 1), 0);
+	ASSERT_EQ(control(v.ctl, "pause", reply, sizeof(reply)), 0);
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	EXPECT_GE(field(reply, " clone_private_pages="), 4 << 8);
+	ASSERT_EQ(control(v.ctl, "rollback", reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	EXPECT_EQ(strncmp(reply, "OK rollback @restore ", 21), 0);
+	EXPECT_GE(field(reply, " pages="), 4 << 8);
+	/*
+	 * Still paused, and the clone holds nothing of its own but what the
+	 * vsock device wrote since: the RSTs of the restored state's
+	 * connections, in the rx ring (a buffer page and the used ring).
+	 */
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	EXPECT_EQ(strncmp(reply, "OK paused ", 10), 0);
+	EXPECT_GE(field(reply, " clone_private_pages="), 0);
+	EXPECT_LE(field(reply, " clone_private_pages="), 4);
+	EXPECT_EQ(field(reply, " rollbacks="), 1);
+	/* A checkpoint of a paused VM leaves it paused too. */
+	ASSERT_EQ(control(v.ctl, "checkpoint p", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK checkpoint p ", 16), 0);
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK paused ", 10), 0);
+	ASSERT_EQ(control(v.ctl, "resume", reply, sizeof(reply)), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "-");
+	EXPECT_EQ(rvm_stop(&v), 0);
+	rm_tree(dir);
+}
+
+static void expect_err(struct rvm *v, const char *req, const char *want)
+{
+	char reply[256];
+
+	ASSERT_EQ(control(v->ctl, req, reply, sizeof(reply)), 0);
+	if (strcmp(reply, want))
+		TH_LOG("'%s': '%s', expected '%s'", req, reply, want);
+	EXPECT_STREQ(reply, want);
+}
+
+TEST(bad_requests_change_nothing)
+{
+	char dir[128], snap[160], reply[256], before[256], val[80];
+	char longname[80];
+	struct rvm v, w;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb3");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
+	ASSERT_EQ(set_value(&v, "kept"), 0);
+	ASSERT_EQ(control(v.ctl, "checkpoint good", reply, sizeof(reply)), 0);
+	ASSERT_EQ(strncmp(reply, "OK checkpoint good ", 19), 0);
+	ASSERT_EQ(control(v.ctl, "checkpoints", before, sizeof(before)), 0);
+
+	expect_err(&v, "rollback nosuch", "ERR no checkpoint nosuch");
+	expect_err(&v, "checkpoint-rm nosuch", "ERR no checkpoint nosuch");
+	expect_err(&v, "checkpoint good", "ERR checkpoint good exists");
+	expect_err(&v, "checkpoint", "ERR bad checkpoint name");
+	expect_err(&v, "checkpoint .hidden", "ERR bad checkpoint name");
+	expect_err(&v, "checkpoint ..", "ERR bad checkpoint name");
+	expect_err(&v, "checkpoint a/b", "ERR bad checkpoint name");
+	expect_err(&v, "checkpoint a b", "ERR bad checkpoint name");
+	expect_err(&v, "rollback a b", "ERR bad checkpoint name");
+	expect_err(&v, "rollback ../x", "ERR bad checkpoint name");
+	expect_err(&v, "checkpoint-rm ../ck0", "ERR bad checkpoint name");
+	memset(longname, 'a', 65);
+	longname[65] = 0;
+	snprintf(reply, sizeof(reply), "checkpoint %s", longname);
+	expect_err(&v, reply, "ERR bad checkpoint name");
+	longname[64] = 0;	/* 64 is fine */
+	snprintf(reply, sizeof(reply), "checkpoint %s", longname);
+	ASSERT_EQ(control(v.ctl, reply, reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK checkpoint aaaa", 18), 0);
+	snprintf(reply, sizeof(reply), "checkpoint-rm %s", longname);
+	ASSERT_EQ(control(v.ctl, reply, reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK removed aaaa", 15), 0);
+	/* a directory someone else made is not taken over */
+	snprintf(reply, sizeof(reply), "%s/taken", v.ckdir);
+	ASSERT_EQ(mkdir(reply, 0700), 0);
+	expect_err(&v, "checkpoint taken", "ERR checkpoint taken exists");
+	rmdir(reply);
+
+	ASSERT_EQ(control(v.ctl, "checkpoints", reply, sizeof(reply)), 0);
+	EXPECT_STREQ(reply, before);
+	EXPECT_EQ(dir_entries(v.ckdir), 1);
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	EXPECT_EQ(field(reply, " rollbacks="), 0);
+	EXPECT_EQ(strncmp(reply, "OK running ", 11), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "kept");
+	EXPECT_EQ(rvm_stop(&v), 0);
+
+	/* No --checkpoint-dir; memory not on a clone. */
+	ASSERT_EQ(rvm_start(&w, dir, 1, snap, false, NULL), 0);
+	expect_err(&w, "checkpoint c", "ERR no --checkpoint-dir");
+	EXPECT_EQ(rvm_stop(&w), 0);
+	ASSERT_EQ(rvm_start(&w, dir, 2, snap, true, "--no-cube"), 0);
+	expect_err(&w, "checkpoint c",
+		   "ERR checkpoints need guest memory on a cube.ko clone");
+	expect_err(&w, "rollback",
+		   "ERR rollback needs guest memory on a cube.ko clone");
+	EXPECT_EQ(dir_entries(w.ckdir), 0);
+	get_value(&w, val, sizeof(val));
+	EXPECT_STREQ(val, "-");
+	EXPECT_EQ(rvm_stop(&w), 0);
+	rm_tree(dir);
+}
+
+VMM_TEST_MAIN()

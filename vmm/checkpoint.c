@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Checkpoints and in-place rollbacks; see checkpoint.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/cube.h>
+
+#include "checkpoint.h"
+#include "util.h"
+#include "vm.h"
+#include "vsock.h"
+
+/* The target of "rollback" without a name (no checkpoint is named so). */
+#define BASE_TARGET	"@restore"
+
+static int serr(char *err, size_t errlen, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int serr(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+int ckpt_init(struct ckpt_set *s, const char *dir, char *err, size_t errlen)
+{
+	struct cube_clone_counters cc;
+
+	s->dir_fd = s->dev_fd = -1;
+	if (dir) {
+		s->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (s->dir_fd < 0)
+			return serr(err, errlen, -errno, "--checkpoint-dir %s: %s",
+				    dir, strerror(errno));
+	}
+	if (!s->mem_shared)
+		return 0;
+	if (ioctl(*s->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc))
+		return serr(err, errlen, -errno, "CUBE_IOC_CLONE_COUNTERS: %s",
+			    strerror(errno));
+	s->base_id = cc.snapshot_id;
+	s->dev_fd = open("/dev/" CUBE_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (s->dev_fd < 0)
+		return serr(err, errlen, -errno, "/dev/%s: %s",
+			    CUBE_DEVICE_NAME, strerror(errno));
+	return 0;
+}
+
+static struct ckpt *find(struct ckpt_set *s, const char *name, unsigned int *idx)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nr; i++)
+		if (!strcmp(s->c[i]->name, name)) {
+			if (idx)
+				*idx = i;
+			return s->c[i];
+		}
+	return NULL;
+}
+
+/* Remove DIR/name and what it holds of ours; 0 or -errno. */
+static int remove_dir(struct ckpt_set *s, const char *name)
+{
+	static const char *const files[] = CUBE_CKPT_FILES;
+	unsigned int i;
+	int dfd;
+
+	dfd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+		     O_NOFOLLOW);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	for (i = 0; i < ARRAY_SIZE(files); i++)
+		unlinkat(dfd, files[i], 0);
+	close(dfd);
+	if (unlinkat(s->dir_fd, name, AT_REMOVEDIR))
+		return -errno;
+	return 0;
+}
+
+static int write_file(int dfd, const char *name, const char *tmp,
+		      const void *buf, size_t len)
+{
+	int fd, ret;
+
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+		    O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	ret = write_full(fd, buf, len);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && renameat(dfd, tmp, dfd, name))
+		ret = -errno;
+	if (ret)
+		unlinkat(dfd, tmp, 0);
+	return ret;
+}
+
+/*
+ * The paused part: the state and the module snapshot of the clone, with
+ * every device locked so no device thread writes guest memory in between.
+ */
+static int take(struct ckpt_set *s, struct snap_buf *b, uint64_t *id,
+		char *err, size_t errlen)
+{
+	struct cube_snapshot_create sc = {
+		.source = CUBE_SNAPSHOT_SRC_CLONE,
+		.fd = *s->mem_fd,
+	};
+	bool was_paused = *s->paused;
+	int ret;
+
+	if (!was_paused)
+		vm_pause(s->vm);
+	snapshot_lock_devs(s->vm, true);
+	ret = snapshot_save_state(s->vm, s->cfg, b, err, errlen);
+	if (!ret && ioctl(s->dev_fd, CUBE_IOC_SNAPSHOT_CREATE, &sc)) {
+		ret = serr(err, errlen, -errno, "CUBE_IOC_SNAPSHOT_CREATE: %s",
+			   errno == EMLINK ? "too many snapshots of snapshots (roll back to the restore snapshot first)" :
+			   strerror(errno));
+		snap_buf_free(b);
+	}
+	snapshot_lock_devs(s->vm, false);
+	if (!was_paused)
+		vm_resume(s->vm);
+	*id = sc.id;
+	return ret;
+}
+
+static void del_snapshot(struct ckpt_set *s, uint64_t id)
+{
+	struct cube_snapshot_id del = { .id = id };
+
+	ioctl(s->dev_fd, CUBE_IOC_SNAPSHOT_DELETE, &del);
+}
+
+void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
+		     size_t len)
+{
+	struct cube_snapshot_info info = { 0 };
+	struct snap_buf b = { 0 };
+	char err[256], rec[96];
+	struct ckpt *c = NULL;
+	uint64_t t0, id = 0;
+	int dfd = -1, ret, n;
+
+	if (s->dir_fd < 0) {
+		snprintf(reply, len, "ERR no --checkpoint-dir");
+		return;
+	}
+	if (!name || !cube_ckpt_name_ok(name)) {
+		snprintf(reply, len, "ERR bad checkpoint name");
+		return;
+	}
+	if (!s->mem_shared) {
+		snprintf(reply, len, "ERR checkpoints need guest memory on a cube.ko clone");
+		return;
+	}
+	if (find(s, name, NULL)) {
+		snprintf(reply, len, "ERR checkpoint %s exists", name);
+		return;
+	}
+	if (s->nr >= CKPT_MAX) {
+		snprintf(reply, len, "ERR too many checkpoints (at most %d): remove one with checkpoint-rm",
+			 CKPT_MAX);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(reply, len, "ERR out of memory");
+		return;
+	}
+	c->st.mem_fd = -1;
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	if (mkdirat(s->dir_fd, name, 0700)) {
+		if (errno == EEXIST)
+			snprintf(reply, len, "ERR checkpoint %s exists", name);
+		else
+			snprintf(reply, len, "ERR checkpoint %s: %s", name,
+				 strerror(errno));
+		free(c);
+		return;
+	}
+	t0 = now_us();
+	ret = take(s, &b, &id, err, sizeof(err));
+	if (ret)
+		goto fail;
+	n = (now_us() - t0 + 500) / 1000;
+	info.id = id;
+	if (ioctl(s->dev_fd, CUBE_IOC_SNAPSHOT_INFO, &info)) {
+		ret = serr(err, sizeof(err), -errno,
+			   "CUBE_IOC_SNAPSHOT_INFO: %s", strerror(errno));
+		goto fail;
+	}
+	c->rec.id = id;
+	c->rec.parent_id = info.parent_id;
+	c->rec.size = info.size;
+	dfd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+		     O_NOFOLLOW);
+	if (dfd < 0) {
+		ret = serr(err, sizeof(err), -errno, "%s: %s", name,
+			   strerror(errno));
+		goto fail;
+	}
+	/* The record first: from now on a killed VMM's snapshot is found. */
+	ret = cube_ckpt_rec_format(&c->rec, rec, sizeof(rec));
+	if (ret >= 0)
+		ret = write_file(dfd, CUBE_CKPT_REC_FILE, CUBE_CKPT_REC_TMP,
+				 rec, ret);
+	if (!ret)
+		ret = write_file(dfd, CUBE_CKPT_STATE_FILE,
+				 CUBE_CKPT_STATE_FILE ".tmp", b.data, b.len);
+	if (ret) {
+		serr(err, sizeof(err), ret, "writing %s: %s", name,
+		     strerror(-ret));
+		goto fail;
+	}
+	/* What a rollback loads is what the file says, checked now. */
+	ret = snapshot_read_state(dfd, &c->st, err, sizeof(err));
+	if (ret)
+		goto fail;
+	close(dfd);
+	snap_buf_free(&b);
+	s->c[s->nr++] = c;
+	s->checkpoints++;
+	snprintf(reply, len, "OK checkpoint %s %d ms pages=%llu", name, n,
+		 (unsigned long long)info.pages);
+	return;
+fail:
+	if (dfd >= 0)
+		close(dfd);
+	if (id)
+		del_snapshot(s, id);
+	remove_dir(s, name);
+	snap_buf_free(&b);
+	free(c);
+	snprintf(reply, len, "ERR checkpoint %s: %s", name, err);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp((*(struct ckpt * const *)a)->name,
+		      (*(struct ckpt * const *)b)->name);
+}
+
+void ckpt_list(struct ckpt_set *s, char *reply, size_t len)
+{
+	struct ckpt *sorted[CKPT_MAX];
+	size_t n;
+	unsigned int i;
+
+	memcpy(sorted, s->c, s->nr * sizeof(sorted[0]));
+	qsort(sorted, s->nr, sizeof(sorted[0]), cmp_names);
+	n = snprintf(reply, len, "OK");
+	for (i = 0; i < s->nr && n < len; i++)
+		n += snprintf(reply + n, len - n, " %s", sorted[i]->name);
+}
+
+static void ckpt_free(struct ckpt_set *s, struct ckpt *c)
+{
+	del_snapshot(s, c->rec.id);
+	remove_dir(s, c->name);
+	snapshot_close(&c->st);
+	free(c);
+}
+
+void ckpt_remove(struct ckpt_set *s, const char *name, char *reply,
+		 size_t len)
+{
+	unsigned int i;
+	struct ckpt *c;
+
+	if (!name || !cube_ckpt_name_ok(name)) {
+		snprintf(reply, len, "ERR bad checkpoint name");
+		return;
+	}
+	c = find(s, name, &i);
+	if (!c) {
+		snprintf(reply, len, "ERR no checkpoint %s", name);
+		return;
+	}
+	s->c[i] = s->c[--s->nr];
+	ckpt_free(s, c);
+	snprintf(reply, len, "OK removed %s", name);
+}
+
+/*
+ * Guest memory goes back to snapshot id: the clone reset when it is a
+ * clone of id, else new_fd (a clone of id) mapped over the old clone.
+ * The devices are locked, the vCPUs paused.  Returns 0, or -errno with
+ * the memory as it was.
+ */
+static int swap_memory(struct ckpt_set *s, int new_fd)
+{
+	struct vm *vm = s->vm;
+	void *p;
+
+	if (new_fd < 0)
+		return ioctl(*s->mem_fd, CUBE_IOC_CLONE_RESET) ? -errno : 0;
+	/* KVM's MMU notifier drops its mappings of the old pages. */
+	p = mmap(vm->mem.host, vm->mem.size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, new_fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	madvise(vm->mem.host, vm->mem.size, MADV_DONTDUMP);
+	/*
+	 * The old clone's pages go now, even if a cube.ko sandbox still
+	 * holds the clone for its counters.
+	 */
+	ioctl(*s->mem_fd, CUBE_IOC_CLONE_RESET);
+	close(*s->mem_fd);
+	*s->mem_fd = new_fd;
+	return 0;
+}
+
+void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
+		   size_t len)
+{
+	struct cube_clone_counters cc;
+	struct snap_restore *st;
+	const char *target;
+	bool was_paused;
+	uint64_t id, t0;
+	char err[256];
+	int new_fd = -1, ret;
+
+	if (name && !cube_ckpt_name_ok(name)) {
+		snprintf(reply, len, "ERR bad checkpoint name");
+		return;
+	}
+	if (!s->mem_shared || !s->base) {
+		snprintf(reply, len, "ERR rollback needs guest memory on a cube.ko clone");
+		return;
+	}
+	if (name) {
+		struct ckpt *c = find(s, name, NULL);
+
+		if (!c) {
+			snprintf(reply, len, "ERR no checkpoint %s", name);
+			return;
+		}
+		st = &c->st;
+		id = c->rec.id;
+		target = c->name;
+	} else {
+		st = s->base;
+		id = s->base_id;
+		target = BASE_TARGET;
+	}
+	/* Everything that can fail, before the guest is touched. */
+	if (snapshot_check_devs(s->vm, st, err, sizeof(err))) {
+		snprintf(reply, len, "ERR rollback %s: %s", target, err);
+		return;
+	}
+	if (ioctl(*s->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc)) {
+		snprintf(reply, len, "ERR rollback %s: CUBE_IOC_CLONE_COUNTERS: %s",
+			 target, strerror(errno));
+		return;
+	}
+	if (cc.snapshot_id != id) {
+		struct cube_clone_create cr = { .snapshot_id = id };
+
+		new_fd = ioctl(s->dev_fd, CUBE_IOC_CLONE_CREATE, &cr);
+		if (new_fd < 0) {
+			snprintf(reply, len, "ERR rollback %s: CUBE_IOC_CLONE_CREATE: %s",
+				 target, strerror(errno));
+			return;
+		}
+	}
+	t0 = now_us();
+	was_paused = *s->paused;
+	if (!was_paused)
+		vm_pause(s->vm);
+	snapshot_lock_devs(s->vm, true);
+	ret = swap_memory(s, new_fd);
+	if (ret) {
+		snapshot_lock_devs(s->vm, false);
+		if (!was_paused)
+			vm_resume(s->vm);
+		if (new_fd >= 0)
+			close(new_fd);
+		snprintf(reply, len, "ERR rollback %s: guest memory: %s",
+			 target, strerror(-ret));
+		return;
+	}
+	if (s->vm->devs[VM_DEV_VSOCK])
+		vsock_drop_all(s->vm->devs[VM_DEV_VSOCK]);
+	ret = snapshot_reload(s->vm, st, err, sizeof(err));
+	snapshot_lock_devs(s->vm, false);
+	if (ret) {
+		/* Checked before: KVM refused a state it took once. */
+		vm_request_exit(s->vm, VM_EXIT_ERROR, "rollback %s: %s",
+				target, err);
+		snprintf(reply, len, "ERR rollback %s: %s (the VM stops)",
+			 target, err);
+		return;
+	}
+	if (!was_paused)
+		vm_resume(s->vm);
+	s->rollbacks++;
+	snprintf(reply, len, "OK rollback %s %llu us pages=%llu", target,
+		 (unsigned long long)(now_us() - t0),
+		 (unsigned long long)cc.private_pages);
+}
+
+void ckpt_fini(struct ckpt_set *s)
+{
+	while (s->nr)
+		ckpt_free(s, s->c[--s->nr]);
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
+	if (s->dev_fd >= 0)
+		close(s->dev_fd);
+	s->dir_fd = s->dev_fd = -1;
+}

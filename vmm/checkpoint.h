@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Checkpoints and in-place rollbacks of a VM restored onto a cube.ko clone:
+ * the same process and KVM VM go back to an earlier state.
+ *
+ * A checkpoint is a module snapshot of the live clone (its private pages
+ * copied, the rest shared) plus the vCPU and device state, kept in memory
+ * and written to --checkpoint-dir/NAME/ (lib/cube_checkpoint_rec.h).  A
+ * rollback to the snapshot the VM was restored from resets the clone; to a
+ * checkpoint, maps a new clone of its snapshot over the guest memory.
+ * Everything that can fail is done before guest memory is touched.
+ */
+#ifndef CUBE_VMM_CHECKPOINT_H
+#define CUBE_VMM_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cube_checkpoint_rec.h"
+#include "snapshot.h"
+
+#define CKPT_MAX		16
+
+struct vm;
+
+struct ckpt {
+	char name[CUBE_CKPT_NAME_MAX + 1];
+	struct cube_ckpt_rec rec;
+	struct snap_restore st;		/* its state, parsed */
+};
+
+struct ckpt_set {
+	struct vm *vm;
+	const struct snap_config *cfg;
+	int *mem_fd;			/* the guest memory's clone fd */
+	bool mem_shared;		/* *mem_fd is a cube.ko clone */
+	bool *paused;			/* paused by a control request */
+	struct snap_restore *base;	/* the restore's state (NULL: boot) */
+	uint64_t base_id;		/* its module snapshot */
+	int dir_fd;			/* --checkpoint-dir, -1: none */
+	int dev_fd;			/* /dev/cube, -1: none */
+	unsigned int nr;
+	struct ckpt *c[CKPT_MAX];
+	unsigned long checkpoints;	/* made since start */
+	unsigned long rollbacks;
+};
+
+/*
+ * Before the jail: opens dir (may be NULL) and, for memory on a clone,
+ * /dev/cube; notes the clone's snapshot.  0 or -errno with err set.
+ */
+int ckpt_init(struct ckpt_set *s, const char *dir, char *err, size_t errlen);
+/* The control requests; each writes its one-line reply. */
+void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
+		     size_t len);
+void ckpt_list(struct ckpt_set *s, char *reply, size_t len);
+void ckpt_remove(struct ckpt_set *s, const char *name, char *reply,
+		 size_t len);
+void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
+		   size_t len);
+/* Delete every checkpoint (module snapshots and files), close the fds. */
+void ckpt_fini(struct ckpt_set *s);
+
+#endif /* CUBE_VMM_CHECKPOINT_H */
