@@ -28,6 +28,7 @@ export CUBE_STATE_DIR=$W/state CUBE_RUN_DIR=$W/run
 API=3100
 ENVD=49100
 KEY=cube-input-key
+PLANTED=planted-9f86d081884c7d65
 n=0 failed=0 cubed_pid= BODYPAT=
 
 ok() {
@@ -241,7 +242,8 @@ run() {
 		not_ok "template base builds" "$(tail -n 5 $W/build.log)"
 		return
 	fi
-	echo "$KEY" > $W/keys
+	# a named key: the behaviour log says "ci", never the key
+	echo "ci $KEY" > $W/keys
 	if start_cubed; then
 		ok "cubed serves the E2B API on the real backend"
 	else
@@ -250,8 +252,9 @@ run() {
 	fi
 
 	# the positive control: a well-formed create works
-	st=$(req $API POST /v2/sandboxes '{"templateID":"base","timeout":600,"metadata":{"k":"v"},"unknownField":true}')
+	st=$(req $API POST /v2/sandboxes '{"templateID":"base","timeout":600,"metadata":{"k":"v"},"envVars":{"PLANTED_ENV":"'"$PLANTED"'-env"},"unknownField":true}')
 	S=$(sed -n 's/.*"sandboxID": *"\([0-9]*\)".*/\1/p' $W/body)
+	TOK=$(sed -n 's/.*"envdAccessToken": *"\([0-9a-f]*\)".*/\1/p' $W/body)
 	if [ "$st" = 201 ] && [ -n "$S" ] && [ "$(sandboxes)" = 1 ]; then
 		ok "a well-formed create (an unknown field ignored) makes sandbox $S"
 	else
@@ -316,7 +319,42 @@ run() {
 			"$(head -c 300 $W/body); $(tail -n 5 $W/cubed.log)"
 	fi
 
+	behaviour_log
 	damaged_state
+}
+
+# The live sandbox's behaviour log: its create by the key's name, a file
+# written and read through envd, the command cubectl ran in it; the secret
+# planted in an env value, the file's contents, the API key and the envd
+# token appear nowhere in the log directory.
+behaviour_log() {
+	body="$PLANTED-file"
+	printf 'POST /files?path=/tmp/planted.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nE2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %s\r\n\r\n%s' \
+		"$S" "$TOK" "${#body}" "$body" > $W/request
+	./http_raw $ENVD $W/request > $W/resp 2>/dev/null
+	up=$(sed -n '1s/^HTTP\/1\.[01] \([0-9]*\).*/\1/p' $W/resp)
+	down=$(req $ENVD GET "/files?path=/tmp/planted.txt" "" "E2b-Sandbox-Id: $S" \
+		"X-Access-Token: $TOK")
+	if [ "$up" = 200 ] && [ "$down" = 200 ] && [ "$(cat $W/body)" = "$body" ]; then
+		ok "a file written and read through envd"
+	else
+		not_ok "a file written and read through envd" "upload $up, download $down: $(head -c 200 $W/body)"
+	fi
+	log=$CUBE_STATE_DIR/audit/$S.jsonl
+	flat=$(tr -d ' ' < "$log" 2>/dev/null)
+	case $flat in
+	*'"event":"created","by":"api","key":"ci"'*'"env":["PLANTED_ENV"],"metadata":["k"]'*'"event":"command","by":"cubectl"'*'"event":"file_write","by":"api","path":"/tmp/planted.txt","bytes":'"${#body}"*'"event":"file_read","by":"api","path":"/tmp/planted.txt","bytes":'"${#body}"*)
+		ok "the behaviour log: create by the key's name, the command, the file both ways" ;;
+	*)
+		not_ok "the behaviour log: create by the key's name, the command, the file both ways" \
+			"$(head -c 1200 "$log" 2>&1)" ;;
+	esac
+	if grep -rqe "$PLANTED" -e "$KEY" -e "$TOK" "$CUBE_STATE_DIR/audit"; then
+		not_ok "no planted secret, key or token in the behaviour log" \
+			"$(grep -rhoe "$PLANTED.\{0,20\}" -e "$KEY" -e "$TOK" "$CUBE_STATE_DIR/audit" | head -n 3)"
+	else
+		ok "no planted secret, key or token in the behaviour log"
+	fi
 }
 
 # a paused record as cubed writes one (e2b/cube_backend.c)
@@ -420,7 +458,7 @@ damaged_state() {
 		not_ok "no sandbox and no VMM process is left" "$($C ls); $(vmm_procs) VMM processes"
 }
 
-PLAN=$((25 + $(echo "$API_CASES" | grep -c '^[0-9]')))
+PLAN=$((28 + $(echo "$API_CASES" | grep -c '^[0-9]')))
 echo "KTAP version 1"
 echo "1..$PLAN"
 rm -rf $W
