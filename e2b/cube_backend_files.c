@@ -18,6 +18,8 @@
 #include "cube_runtime.h"
 
 #define FILE_MAX	(256u << 20)	/* bytes of one download or upload */
+/* entries of one listing (every level of a deep one together) */
+#define LIST_MAX	10000
 
 /* --- files --- */
 
@@ -219,7 +221,7 @@ struct list_ctx {
 	struct e2b_entry *v;
 	size_t n, cap;
 	int err;
-	char (*subdirs)[PATH_MAX];
+	char **subdirs;			/* of the directory being listed */
 	size_t nsub;
 };
 
@@ -232,6 +234,9 @@ static int list_one(void *arg, const char *name,
 	if (snprintf(path, sizeof(path), "%s%s%s", c->dir,
 		     strcmp(c->dir, "/") ? "/" : "", name) >= (int)sizeof(path))
 		return 0;
+	/* a guest's directory of a million files costs the host nothing */
+	if (c->n >= LIST_MAX)
+		return c->err = -ENOSPC;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 32;
 		void *nv = realloc(c->v, cap * sizeof(*c->v));
@@ -245,20 +250,23 @@ static int list_one(void *arg, const char *name,
 		return c->err = -ENOMEM;
 	c->n++;
 	if (st->type == CUBE_FTYPE_DIR && c->subdirs) {
-		void *ns = realloc(c->subdirs, (c->nsub + 1) * sizeof(*c->subdirs));
+		char **ns = realloc(c->subdirs, (c->nsub + 1) * sizeof(*ns));
 
 		if (!ns)
 			return c->err = -ENOMEM;
 		c->subdirs = ns;
-		snprintf(c->subdirs[c->nsub++], PATH_MAX, "%s", path);
+		ns[c->nsub] = strdup(path);
+		if (!ns[c->nsub])
+			return c->err = -ENOMEM;
+		c->nsub++;
 	}
 	return 0;
 }
 
 static int list_dir(struct list_ctx *c, const char *dir, unsigned int depth)
 {
-	char (*subs)[PATH_MAX];
 	size_t nsub, i;
+	char **subs;
 	int ret;
 
 	c->dir = dir;
@@ -268,10 +276,12 @@ static int list_dir(struct list_ctx *c, const char *dir, unsigned int depth)
 	subs = c->subdirs;
 	nsub = c->nsub;
 	c->subdirs = NULL;
-	if (!ret && c->err)
+	if (c->err)
 		ret = c->err;
 	for (i = 0; !ret && i < nsub; i++)
 		ret = list_dir(c, subs[i], depth - 1);
+	for (i = 0; i < nsub; i++)
+		free(subs[i]);
 	free(subs);
 	return ret;
 }
@@ -293,7 +303,12 @@ int cube_be_fs_list(void *be, const char *sid, const char *user,
 		ret = -ENOTDIR;
 	if (!ret)
 		ret = list_dir(&c, p, depth);
-	agent_msg(c.a, ret, msg);
+	if (ret == -ENOSPC && c.n >= LIST_MAX)
+		snprintf(msg, E2B_MSG_MAX,
+			 "more than %d entries: list a narrower path or less deep",
+			 LIST_MAX);
+	else
+		agent_msg(c.a, ret, msg);
 	cube_agent_close(c.a);
 	if (ret) {
 		e2b_entry_free(c.v, c.n);

@@ -320,7 +320,37 @@ run() {
 	fi
 
 	behaviour_log
+	listing_bound
 	damaged_state
+}
+
+# A directory listing holds at most 10000 entries in cubed: a guest's
+# directory of 10001 is refused with a reason, one of 10000 is listed.
+listing_bound() {
+	$C exec "$S" -- sh -c 'mkdir -p /tmp/many && cd /tmp/many &&
+		seq 10000 | xargs touch && mkdir /tmp/more && cd /tmp/more &&
+		seq 10001 | xargs touch' >/dev/null 2>&1
+	st=$(req $ENVD POST /filesystem.Filesystem/ListDir \
+		'{"path":"/tmp/many","depth":1}' "E2b-Sandbox-Id: $S" \
+		"X-Access-Token: $TOK" \
+		"Connect-Protocol-Version: 1")
+	entries=$(grep -o '"name"' $W/body | wc -l)
+	[ "$st" = 200 ] && [ "$entries" = 10000 ] &&
+		ok "a listing of 10000 entries is answered whole" ||
+		not_ok "a listing of 10000 entries is answered whole" \
+			"status $st, $entries entries: $(head -c 200 $W/body)"
+	st=$(req $ENVD POST /filesystem.Filesystem/ListDir \
+		'{"path":"/tmp","depth":2}' "E2b-Sandbox-Id: $S" \
+		"X-Access-Token: $TOK" \
+		"Connect-Protocol-Version: 1")
+	if [ "$st" = 429 ] && grep -q '"code": *"resource_exhausted"' $W/body &&
+	   grep -q 'more than 10000 entries' $W/body; then
+		ok "a listing of more is refused: resource_exhausted, with the reason"
+	else
+		not_ok "a listing of more is refused: resource_exhausted, with the reason" \
+			"status $st: $(head -c 200 $W/body)"
+	fi
+	$C exec "$S" -- rm -rf /tmp/many /tmp/more
 }
 
 # The live sandbox's behaviour log: its create by the key's name, a file
@@ -458,7 +488,7 @@ damaged_state() {
 		not_ok "no sandbox and no VMM process is left" "$($C ls); $(vmm_procs) VMM processes"
 }
 
-PLAN=$((28 + $(echo "$API_CASES" | grep -c '^[0-9]')))
+PLAN=$((30 + $(echo "$API_CASES" | grep -c '^[0-9]')))
 echo "KTAP version 1"
 echo "1..$PLAN"
 rm -rf $W
