@@ -14,6 +14,7 @@
 
 #include <linux/cube.h>
 
+#include "cube_checkpoint.h"
 #include "vmm_util.h"
 
 #define KV_PORT		1235
@@ -235,6 +236,7 @@ TEST(checkpoint_then_rollbacks)
 {
 	char dir[128], snap[160], reply[256], val[80], path[320];
 	struct rvm v;
+	int held;
 
 	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb1");
 	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
@@ -256,9 +258,20 @@ TEST(checkpoint_then_rollbacks)
 
 	ASSERT_EQ(set_value(&v, "after-c1"), 0);
 	ASSERT_EQ(dirty(&v, 8, 3), 0);
+	/* A stream of the state left behind ends for the host. */
+	held = vsock_open(v.uds, KV_PORT);
+	ASSERT_GE(held, 0);
 	ASSERT_EQ(control(v.ctl, "rollback c1", reply, sizeof(reply)), 0);
 	TH_LOG("%s", reply);
 	ASSERT_EQ(strncmp(reply, "OK rollback c1 ", 15), 0);
+	EXPECT_EQ(read_line(held, val, sizeof(val), 20000), -1);
+	{
+		struct pollfd pf = { .fd = held, .events = POLLIN };
+
+		EXPECT_EQ(poll(&pf, 1, 0), 1);
+		EXPECT_EQ(read(held, val, sizeof(val)), 0);
+	}
+	close(held);
 	/* at least the 8 MiB the guest wrote since */
 	EXPECT_GE(field(reply, " pages="), 8 << 8);
 	get_value(&v, val, sizeof(val));
@@ -420,6 +433,279 @@ TEST(bad_requests_change_nothing)
 	get_value(&w, val, sizeof(val));
 	EXPECT_STREQ(val, "-");
 	EXPECT_EQ(rvm_stop(&w), 0);
+	rm_tree(dir);
+}
+
+TEST(two_vmms_roll_back_independently)
+{
+	char dir[128], snap[160], reply[256], val[80];
+	struct rvm v[2];
+	int i;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb4");
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(rvm_start(&v[i], dir, i, snap, true, NULL), 0);
+		snprintf(val, sizeof(val), "a%d", i);
+		ASSERT_EQ(set_value(&v[i], val), 0);
+		/* the same name in each: each has its own directory */
+		ASSERT_EQ(control(v[i].ctl, "checkpoint c", reply,
+				  sizeof(reply)), 0);
+		ASSERT_EQ(strncmp(reply, "OK checkpoint c ", 16), 0);
+		snprintf(val, sizeof(val), "b%d", i);
+		ASSERT_EQ(set_value(&v[i], val), 0);
+	}
+	ASSERT_EQ(control(v[0].ctl, "rollback c", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK rollback c ", 14), 0);
+	get_value(&v[0], val, sizeof(val));
+	EXPECT_STREQ(val, "a0");
+	get_value(&v[1], val, sizeof(val));
+	EXPECT_STREQ(val, "b1");
+	ASSERT_EQ(control(v[1].ctl, "rollback", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK rollback @restore ", 21), 0);
+	get_value(&v[1], val, sizeof(val));
+	EXPECT_STREQ(val, "-");
+	get_value(&v[0], val, sizeof(val));
+	EXPECT_STREQ(val, "a0");
+	ASSERT_EQ(control(v[1].ctl, "rollback c", reply, sizeof(reply)), 0);
+	get_value(&v[1], val, sizeof(val));
+	EXPECT_STREQ(val, "a1");
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(rvm_stop(&v[i]), 0);
+	rm_tree(dir);
+}
+
+static void mem_stats(struct cube_mem_stats *ms)
+{
+	int dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+
+	memset(ms, 0, sizeof(*ms));
+	ASSERT_GE(dev, 0);
+	ASSERT_EQ(ioctl(dev, CUBE_IOC_MEM_STATS, ms), 0);
+	close(dev);
+}
+
+/* The VMM itself: the child of the pid spawned when it made a cgroup. */
+static pid_t vmm_pid(pid_t pid)
+{
+	char path[96], *s;
+	long child = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+		 (int)pid);
+	s = slurp(path);
+	if (s && sscanf(s, "%ld", &child) == 1 && child > 0)
+		pid = child;
+	free(s);
+	return pid;
+}
+
+static long fd_count(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	return dir_entries(path);
+}
+
+/* A /proc/PID/status field, in kB; -1 when absent. */
+static long status_kb(pid_t pid, const char *key)
+{
+	char path[64], *s, *p;
+	long v = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	s = slurp(path);
+	p = s ? strstr(s, key) : NULL;
+	if (p)
+		v = strtol(p + strlen(key), NULL, 10);
+	free(s);
+	return v;
+}
+
+#define NR_ROLLBACKS	1000
+
+/*
+ * Paused, reset to the template: the point where the module's counters
+ * and the VMM's own are compared.
+ */
+static void settle(struct rvm *v, struct cube_mem_stats *ms)
+{
+	char reply[256];
+
+	ASSERT_EQ(control(v->ctl, "pause", reply, sizeof(reply)), 0);
+	ASSERT_EQ(control(v->ctl, "rollback", reply, sizeof(reply)), 0);
+	ASSERT_EQ(strncmp(reply, "OK rollback", 11), 0);
+	mem_stats(ms);
+	ASSERT_EQ(control(v->ctl, "resume", reply, sizeof(reply)), 0);
+}
+
+TEST(many_rollbacks_leak_nothing)
+{
+	char dir[128], snap[160], reply[256], val[80];
+	struct cube_mem_stats before, after;
+	long fds0, fds1, anon0, anon1, rss0, rss1;
+	double t0, took;
+	struct rvm v;
+	pid_t pid;
+	int i;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb5");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
+	pid = vmm_pid(v.pid);
+	ASSERT_EQ(set_value(&v, "c"), 0);
+	ASSERT_EQ(control(v.ctl, "checkpoint c", reply, sizeof(reply)), 0);
+	ASSERT_EQ(strncmp(reply, "OK checkpoint c ", 16), 0);
+	/* warm up: every path has run once */
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(control(v.ctl, i & 1 ? "rollback" : "rollback c",
+				  reply, sizeof(reply)), 0);
+		ASSERT_EQ(strncmp(reply, "OK rollback", 11), 0);
+	}
+	settle(&v, &before);
+	fds0 = fd_count(pid);
+	anon0 = status_kb(pid, "RssAnon:");
+	rss0 = status_kb(pid, "VmRSS:");
+
+	t0 = now_s();
+	for (i = 0; i < NR_ROLLBACKS; i++) {
+		ASSERT_EQ(control(v.ctl, i & 1 ? "rollback" : "rollback c",
+				  reply, sizeof(reply)), 0);
+		if (strncmp(reply, "OK rollback", 11))
+			TH_LOG("rollback %d: %s", i, reply);
+		ASSERT_EQ(strncmp(reply, "OK rollback", 11), 0);
+		if (i % 100 == 99) {
+			get_value(&v, val, sizeof(val));
+			EXPECT_STREQ(val, i & 1 ? "-" : "c");
+		}
+	}
+	took = now_s() - t0;
+	TH_LOG("%d rollbacks in %.1f s (%.1f ms each, with the control round trip)",
+	       NR_ROLLBACKS, took, took * 1000 / NR_ROLLBACKS);
+
+	settle(&v, &after);
+	fds1 = fd_count(pid);
+	anon1 = status_kb(pid, "RssAnon:");
+	rss1 = status_kb(pid, "VmRSS:");
+	TH_LOG("module: snapshots %llu->%llu clones %llu->%llu private %llu->%llu; VMM: fds %ld->%ld RssAnon %ld->%ld kB VmRSS %ld->%ld kB",
+	       (unsigned long long)before.snapshots,
+	       (unsigned long long)after.snapshots,
+	       (unsigned long long)before.clones,
+	       (unsigned long long)after.clones,
+	       (unsigned long long)before.private_pages,
+	       (unsigned long long)after.private_pages, fds0, fds1, anon0,
+	       anon1, rss0, rss1);
+	EXPECT_EQ(after.snapshots, before.snapshots);
+	EXPECT_EQ(after.clones, before.clones);
+	/* what the guest and vsock wrote between reset and the count */
+	EXPECT_LE(after.private_pages, before.private_pages + 16);
+	EXPECT_EQ(fds1, fds0);
+	EXPECT_GT(fds0, 0);
+	EXPECT_LE(anon1, anon0 + 1024);
+	EXPECT_LE(rss1, rss0 + 8192);
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	EXPECT_EQ(field(reply, " rollbacks="), NR_ROLLBACKS + 6);
+	EXPECT_EQ(rvm_stop(&v), 0);
+	rm_tree(dir);
+}
+
+TEST(sigkill_then_release)
+{
+	char dir[128], snap[160], reply[256], path[320], err[256];
+	struct cube_mem_stats before, killed, after;
+	struct cube_snapshot_info info = { 0 };
+	unsigned long long tid;
+	struct rvm v;
+	FILE *f;
+	int st;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb6");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
+	mem_stats(&before);
+	ASSERT_EQ(control(v.ctl, "checkpoint k1", reply, sizeof(reply)), 0);
+	ASSERT_EQ(strncmp(reply, "OK checkpoint k1 ", 17), 0);
+	ASSERT_EQ(control(v.ctl, "rollback k1", reply, sizeof(reply)), 0);
+	ASSERT_EQ(control(v.ctl, "checkpoint k2", reply, sizeof(reply)), 0);
+	ASSERT_EQ(strncmp(reply, "OK checkpoint k2 ", 17), 0);
+	kill(v.pid, SIGKILL);
+	st = vmm_wait(v.pid, 60);
+	EXPECT_TRUE(WIFSIGNALED(st));
+	/* its cgroup child dies with it (PR_SET_PDEATHSIG) */
+	for (st = 0; st < 100; st++) {
+		mem_stats(&killed);
+		if (killed.clones < before.clones)
+			break;
+		usleep(50000);
+	}
+	EXPECT_EQ(killed.clones, before.clones - 1);
+	EXPECT_EQ(killed.snapshots, before.snapshots + 2);
+
+	/*
+	 * A record naming a snapshot that is not a checkpoint (the
+	 * template's, depth 1) and one with garbage are left alone.
+	 */
+	snprintf(path, sizeof(path), "%s/cube-snapshot-id", snap);
+	f = fopen(path, "r");
+	ASSERT_NE(f, NULL);
+	ASSERT_EQ(fscanf(f, "%llu", &tid), 1);
+	fclose(f);
+	info.id = tid;
+	snprintf(path, sizeof(path), "%s/tpl", v.ckdir);
+	ASSERT_EQ(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/tpl/cube-snapshot-id", v.ckdir);
+	f = fopen(path, "w");
+	ASSERT_NE(f, NULL);
+	fprintf(f, "%llu %llu %llu\n", tid, tid,
+		(unsigned long long)MEM_MIB << 20);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/junk", v.ckdir);
+	ASSERT_EQ(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/junk/cube-snapshot-id", v.ckdir);
+	f = fopen(path, "w");
+	ASSERT_NE(f, NULL);
+	fprintf(f, "not a record\n");
+	fclose(f);
+
+	EXPECT_EQ(cube_checkpoints_release(v.ckdir, err, sizeof(err)), 0);
+	mem_stats(&after);
+	EXPECT_EQ(after.snapshots, before.snapshots);
+	EXPECT_EQ(after.clones, killed.clones);
+	EXPECT_EQ(dir_entries(v.ckdir), -1);
+	/* the template's snapshot is still there */
+	{
+		int dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+
+		ASSERT_GE(dev, 0);
+		EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_INFO, &info), 0);
+		close(dev);
+	}
+	/* idempotent */
+	EXPECT_EQ(cube_checkpoints_release(v.ckdir, err, sizeof(err)), 0);
+	rm_tree(dir);
+}
+
+/* Last: the template and its module snapshot go. */
+TEST(zz_cleanup)
+{
+	struct cube_snapshot_id del = { 0 };
+	char dir[128], path[256];
+	unsigned long long id;
+	FILE *f;
+	int dev;
+
+	tpl_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/snap/cube-snapshot-id", dir);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &id) == 1) {
+			del.id = id;
+			dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+			if (dev >= 0) {
+				ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del);
+				close(dev);
+			}
+		}
+		fclose(f);
+	}
 	rm_tree(dir);
 }
 
