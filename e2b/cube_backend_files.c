@@ -382,39 +382,141 @@ int cube_be_fs_remove(void *be, const char *sid, const char *user,
 	return ret;
 }
 
-/* Transfers go through memory, bounded by FILE_MAX. */
+/*
+ * A transfer streams through a ring of XFER_BUF bytes between the HTTP
+ * connection's thread and a thread of its own that talks to the agent, so
+ * cubed holds that much of a file whatever its size; the side that is
+ * ahead waits for the other.  A download's thread reads the file into the
+ * ring; an upload's writes the ring to the file, which the agent replaces
+ * whole at the end only (an upload given up midway leaves nothing).
+ */
+#define XFER_BUF	(256u << 10)
+
 struct e2b_file {
 	uint64_t id;			/* the module sandbox */
-	char path[PATH_MAX];
-	unsigned char *buf;
-	size_t len, cap, off;
-	bool write;
-	char *meta;			/* "key=value\n" lines, or NULL */
-	char user[E2B_USER_MAX + 1];	/* whose the file becomes */
 	char sid[E2B_ID_MAX + 1];	/* the sandbox as the API named it */
+	char path[PATH_MAX];
+	char user[E2B_USER_MAX + 1];	/* whose the file becomes */
+	char *meta;			/* "key=value\n" lines, or NULL */
+	bool write;
+	struct cube_agent *a;
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned char *ring;
+	size_t head, fill;		/* where the bytes held start, how many */
+	bool eof;			/* upload: the client sent everything */
+	bool cancel;			/* the HTTP side gave up */
+	bool done;			/* the agent side ended, with @ret */
+	int ret;
+	uint64_t bytes;			/* through the ring so far */
 };
 
-static int sink(void *ctx, const void *buf, size_t len)
+static struct e2b_file *file_new(void)
+{
+	struct e2b_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->ring = malloc(XFER_BUF);
+	if (!f->ring) {
+		free(f);
+		return NULL;
+	}
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->cond, NULL);
+	return f;
+}
+
+static void file_free(struct e2b_file *f)
+{
+	if (f->a)
+		cube_agent_close(f->a);
+	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->cond);
+	free(f->ring);
+	free(f->meta);
+	free(f);
+}
+
+/* Copy up to @len bytes into the ring; how many.  Locked. */
+static size_t ring_put(struct e2b_file *f, const unsigned char *src, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len && f->fill < XFER_BUF) {
+		size_t tail = (f->head + f->fill) % XFER_BUF;
+		/* the free run after the tail: up to the end, or to the head */
+		size_t n = tail >= f->head ? XFER_BUF - tail : f->head - tail;
+
+		if (n > len - done)
+			n = len - done;
+		memcpy(f->ring + tail, src + done, n);
+		f->fill += n;
+		done += n;
+	}
+	return done;
+}
+
+/* Take up to @len bytes out of the ring; how many.  Locked. */
+static size_t ring_get(struct e2b_file *f, unsigned char *dst, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len && f->fill) {
+		size_t n = XFER_BUF - f->head;
+
+		if (n > f->fill)
+			n = f->fill;
+		if (n > len - done)
+			n = len - done;
+		memcpy(dst + done, f->ring + f->head, n);
+		f->head = (f->head + n) % XFER_BUF;
+		f->fill -= n;
+		done += n;
+	}
+	return done;
+}
+
+/* --- downloads --- */
+
+/* the agent's bytes into the ring, waiting while it is full */
+static int download_sink(void *ctx, const void *buf, size_t len)
 {
 	struct e2b_file *f = ctx;
+	const unsigned char *p = buf;
 
-	if (f->len + len > FILE_MAX)
-		return -EFBIG;
-	if (f->len + len > f->cap) {
-		size_t cap = f->cap ? f->cap : 65536;
-		void *nb;
+	pthread_mutex_lock(&f->lock);
+	while (len) {
+		size_t n;
 
-		while (cap < f->len + len)
-			cap *= 2;
-		nb = realloc(f->buf, cap);
-		if (!nb)
-			return -ENOMEM;
-		f->buf = nb;
-		f->cap = cap;
+		while (f->fill == XFER_BUF && !f->cancel)
+			pthread_cond_wait(&f->cond, &f->lock);
+		if (f->cancel) {
+			pthread_mutex_unlock(&f->lock);
+			return -ECANCELED;
+		}
+		n = ring_put(f, p, len);
+		p += n;
+		len -= n;
+		pthread_cond_broadcast(&f->cond);
 	}
-	memcpy(f->buf + f->len, buf, len);
-	f->len += len;
+	pthread_mutex_unlock(&f->lock);
 	return 0;
+}
+
+static void *download_thread(void *arg)
+{
+	struct e2b_file *f = arg;
+	int ret = cube_agent_read_file(f->a, f->path, download_sink, f, NULL);
+
+	pthread_mutex_lock(&f->lock);
+	f->ret = ret;
+	f->done = true;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
 }
 
 int cube_be_file_read(void *be, const char *sid, const char *user,
@@ -422,46 +524,108 @@ int cube_be_file_read(void *be, const char *sid, const char *user,
 		      char *msg)
 {
 	struct cube_agent_stat st;
-	struct cube_agent *a;
 	struct e2b_file *f;
-	char p[PATH_MAX];
 	int ret;
 
-	ret = resolve(user, path, p, sizeof(p)) ?: agent_for(be, sid, &a);
-	if (ret)
-		return ret;
-	f = calloc(1, sizeof(*f));
-	if (!f) {
-		cube_agent_close(a);
+	f = file_new();
+	if (!f)
 		return -ENOMEM;
+	snprintf(f->sid, sizeof(f->sid), "%s", sid);
+	snprintf(f->user, sizeof(f->user), "%s", user);
+	ret = resolve(user, path, f->path, sizeof(f->path)) ?:
+	      agent_for(be, sid, &f->a);
+	if (ret) {
+		file_free(f);
+		return ret;
 	}
-	ret = cube_agent_stat(a, p, &st);
+	ret = cube_agent_stat(f->a, f->path, &st);
 	if (!ret && st.type == CUBE_FTYPE_DIR)
 		ret = -EISDIR;
-	if (!ret)
-		ret = cube_agent_read_file(a, p, sink, f, NULL);
-	audit_file(sid, "file_read", user, p, NULL, f->len, ret);
-	agent_msg(a, ret, msg);
-	cube_agent_close(a);
+	if (!ret && st.size > FILE_MAX)
+		ret = -EFBIG;
+	if (!ret) {
+		ret = -pthread_create(&f->thread, NULL, download_thread, f);
+		f->started = !ret;
+	}
+	if (!ret) {
+		/*
+		 * Until the first bytes: a file that cannot be read is
+		 * answered with its error, not a broken 200.
+		 */
+		pthread_mutex_lock(&f->lock);
+		while (!f->fill && !f->done)
+			pthread_cond_wait(&f->cond, &f->lock);
+		if (f->done && !f->fill)
+			ret = f->ret;
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (ret == -EFBIG)
+		snprintf(msg, E2B_MSG_MAX, "the file is larger than %u MiB",
+			 FILE_MAX >> 20);
+	else
+		agent_msg(f->a, ret, msg);
 	if (ret) {
-		free(f->buf);
-		free(f);
+		audit_file(sid, "file_read", user, f->path, NULL, 0, ret);
+		if (f->started)
+			pthread_join(f->thread, NULL);
+		file_free(f);
 		return ret;
 	}
-	*size = f->len;
+	*size = st.size;
 	*out = f;
 	return 0;
 }
 
 ssize_t cube_be_file_read_chunk(struct e2b_file *f, void *buf, size_t len)
 {
-	size_t n = f->len - f->off;
+	ssize_t n;
 
-	if (n > len)
-		n = len;
-	memcpy(buf, f->buf + f->off, n);
-	f->off += n;
+	pthread_mutex_lock(&f->lock);
+	while (!f->fill && !f->done)
+		pthread_cond_wait(&f->cond, &f->lock);
+	if (f->fill) {
+		n = ring_get(f, buf, len);
+		f->bytes += n;
+		pthread_cond_broadcast(&f->cond);
+	} else {
+		n = f->ret;	/* 0 at the end */
+	}
+	pthread_mutex_unlock(&f->lock);
 	return n;
+}
+
+/* --- uploads --- */
+
+/* the ring's bytes to the agent, waiting while it is empty */
+static ssize_t upload_source(void *ctx, void *buf, size_t len)
+{
+	struct e2b_file *f = ctx;
+	ssize_t n;
+
+	pthread_mutex_lock(&f->lock);
+	while (!f->fill && !f->eof && !f->cancel)
+		pthread_cond_wait(&f->cond, &f->lock);
+	if (f->cancel)
+		n = -ECANCELED;
+	else
+		n = ring_get(f, buf, len);	/* 0: the end */
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+static void *upload_thread(void *arg)
+{
+	struct e2b_file *f = arg;
+	int ret = cube_agent_write_file_meta(f->a, f->path, 0644, 0, f->meta,
+					     upload_source, f);
+
+	pthread_mutex_lock(&f->lock);
+	f->ret = ret;
+	f->done = true;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
 }
 
 int cube_be_file_write(void *be, const char *sid, const char *user,
@@ -474,13 +638,13 @@ int cube_be_file_write_meta(void *be, const char *sid, const char *user,
 			    const char *path, const struct e2b_kvs *meta,
 			    struct e2b_file **out, char *msg)
 {
-	struct e2b_file *f = calloc(1, sizeof(*f));
-	uint64_t id;
+	struct e2b_file *f = file_new();
+	char dir[PATH_MAX], *slash;
 	int ret;
 
 	if (!f)
 		return -ENOMEM;
-	ret = cube_be_sandbox_id(be, sid, &id) ?:
+	ret = cube_be_sandbox_id(be, sid, &f->id) ?:
 	      resolve(user, path, f->path, sizeof(f->path)) ?:
 	      meta_text(meta, &f->meta);
 	if (!ret && f->meta && strlen(f->meta) >= CUBE_AGENT_MAX_STRING) {
@@ -490,14 +654,31 @@ int cube_be_file_write_meta(void *be, const char *sid, const char *user,
 		ret = -E2BIG;
 	}
 	if (ret) {
-		free(f->meta);
-		free(f);
+		file_free(f);
 		return ret;
 	}
-	f->id = id;
 	f->write = true;
 	snprintf(f->user, sizeof(f->user), "%s", user);
 	snprintf(f->sid, sizeof(f->sid), "%s", sid);
+	/* the user's, in a directory made for it, written as it comes */
+	ret = agent_for_id(f->id, &f->a) ?: own_as(f->a, f->user);
+	snprintf(dir, sizeof(dir), "%s", f->path);
+	slash = strrchr(dir, '/');
+	if (!ret && slash && slash != dir) {
+		*slash = '\0';
+		ret = cube_agent_mkdir(f->a, dir, 0755, true);
+	}
+	if (!ret) {
+		ret = -pthread_create(&f->thread, NULL, upload_thread, f);
+		f->started = !ret;
+	}
+	if (ret) {
+		if (f->a)
+			agent_msg(f->a, ret, msg);
+		audit_file(sid, "file_write", user, f->path, NULL, 0, ret);
+		file_free(f);
+		return ret;
+	}
 	*out = f;
 	return 0;
 }
@@ -505,40 +686,58 @@ int cube_be_file_write_meta(void *be, const char *sid, const char *user,
 int cube_be_file_write_chunk(struct e2b_file *f, const void *buf,
 			     size_t len)
 {
-	return sink(f, buf, len);
+	const unsigned char *p = buf;
+	int ret = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->bytes + len > FILE_MAX)
+		ret = -EFBIG;
+	while (!ret && len) {
+		size_t n;
+
+		while (f->fill == XFER_BUF && !f->done)
+			pthread_cond_wait(&f->cond, &f->lock);
+		if (f->done) {
+			/* the agent refused it early (a full disk, say) */
+			ret = f->ret ? f->ret : -EIO;
+			break;
+		}
+		n = ring_put(f, p, len);
+		p += n;
+		len -= n;
+		f->bytes += n;
+		pthread_cond_broadcast(&f->cond);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret;
 }
 
 int cube_be_file_close(struct e2b_file *f, bool commit,
 		       struct e2b_entry *entry, char *msg)
 {
-	struct cube_agent *a;
-	char dir[PATH_MAX], *slash;
 	int ret = 0;
 
-	if (f->write && commit) {
-		ret = agent_for_id(f->id, &a);
-		if (!ret) {
-			ret = own_as(a, f->user);
-			snprintf(dir, sizeof(dir), "%s", f->path);
-			slash = strrchr(dir, '/');
-			if (!ret && slash && slash != dir) {
-				*slash = '\0';
-				ret = cube_agent_mkdir(a, dir, 0755, true);
-			}
-			if (!ret)
-				ret = cube_agent_write_buf_meta(a, f->path, 0644,
-								f->meta, f->buf,
-								f->len);
-			audit_file(f->sid, "file_write", f->user, f->path,
-				   NULL, f->len, ret);
-			if (!ret && entry)
-				ret = stat_entry(a, f->path, entry);
-			agent_msg(a, ret, msg);
-			cube_agent_close(a);
-		}
+	if (f->started) {
+		pthread_mutex_lock(&f->lock);
+		if (f->write && commit)
+			f->eof = true;
+		else
+			f->cancel = true;
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->lock);
+		pthread_join(f->thread, NULL);
 	}
-	free(f->buf);
-	free(f->meta);
-	free(f);
+	if (f->write && commit) {
+		ret = f->ret;
+		audit_file(f->sid, "file_write", f->user, f->path, NULL,
+			   f->bytes, ret);
+		if (!ret && entry)
+			ret = stat_entry(f->a, f->path, entry);
+		agent_msg(f->a, ret, msg);
+	} else if (!f->write) {
+		audit_file(f->sid, "file_read", f->user, f->path, NULL,
+			   f->bytes, f->ret);
+	}
+	file_free(f);
 	return ret;
 }
