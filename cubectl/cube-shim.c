@@ -365,6 +365,44 @@ static int make_dir(struct shim *s)
 	return 0;
 }
 
+/*
+ * The behaviour log's "network" line at a sandbox's end: what its egress
+ * program passed and dropped, by reason (a sandbox without a network has
+ * no program, and no line).
+ */
+static void audit_network(uint64_t id)
+{
+	struct json_object *f, *drops;
+	struct cube_net_counters c;
+	struct cube_net_handle h;
+	int r;
+
+	if (cube_net_open(id, &h))
+		return;
+	if (cube_net_get_counters(&h, &c)) {
+		cube_net_handle_close(&h);
+		return;
+	}
+	cube_net_handle_close(&h);
+	f = json_object_new_object();
+	drops = json_object_new_object();
+	if (!f || !drops) {
+		json_object_put(f);
+		json_object_put(drops);
+		return;
+	}
+	json_object_object_add(f, "passed_packets", json_object_new_int64(
+		c.packets[CUBE_NET_PASSED]));
+	json_object_object_add(f, "passed_bytes", json_object_new_int64(
+		c.bytes[CUBE_NET_PASSED]));
+	for (r = CUBE_NET_PASSED + 1; r < CUBE_NET_NR_REASONS; r++)
+		if (c.packets[r])
+			json_object_object_add(drops, cube_net_reason_name(r),
+					       json_object_new_int64(c.packets[r]));
+	json_object_object_add(f, "dropped_packets", drops);
+	cube_audit_id(id, "network", "cube-shim", f);
+}
+
 static void remove_dir(struct shim *s)
 {
 	static const char * const files[] = {
@@ -775,6 +813,8 @@ out:
 	if (s.sbfd >= 0) {
 		struct json_object *f = json_object_new_object();
 
+		/* while its sandbox fd holds the egress program */
+		audit_network(s.id);
 		set_state(&s, CUBE_SANDBOX_EXITED, reason);
 		close(s.sbfd);
 		if (f)

@@ -129,7 +129,7 @@ pool_taken() {
 	$C --json pool ls | grep -q '"taken": *1'
 }
 
-ktap_plan 25
+ktap_plan 26
 echo '<html>cube public</html>' > /tmp/net-e2e/www/index.html
 links0=$(host_links)
 world inet 192.0.2.1 192.0.2.2 203.0.113.10 &&
@@ -229,4 +229,14 @@ wait_links "$links0" && ! $C net show "$a" >/dev/null 2>&1 &&
 	ok "kill, SIGKILL of a VMM or a shim: nothing left" ||
 	not_ok "kill, SIGKILL of a VMM or a shim: nothing left" \
 		"$(host_links) cube links, $links0 before"
+# the behaviour log kept what each program dropped, by reason, at its end
+$C --json audit "$a" 2>&1 | tr -d ' \n' > /tmp/net-e2e/audit-a
+$C --json audit "$d" 2>&1 | tr -d ' \n' > /tmp/net-e2e/audit-d
+case "$(cat /tmp/net-e2e/audit-a) $(cat /tmp/net-e2e/audit-d)" in
+*'"event":"network"'*'"dropped_packets":{"policy":'[1-9]*'"metadata":'[1-9]*'"private":'[1-9]*'"host":'[1-9]*'"event":"network"'*'"dropped_packets":{"policy":'[1-9]*)
+	ok "the behaviour log: each sandbox's drops by reason at its end" ;;
+*)
+	not_ok "the behaviour log: each sandbox's drops by reason at its end" \
+		"$(head -c 600 /tmp/net-e2e/audit-a)" ;;
+esac
 exit $ktap_failed
