@@ -49,6 +49,7 @@
 
 #include "agent_client.h"
 #include "cube_audit.h"
+#include "cube_checkpoint.h"
 #include "cube_net.h"
 #include "cube_runtime.h"
 #include "nl_client.h"
@@ -407,13 +408,19 @@ static void remove_dir(struct shim *s)
 {
 	static const char * const files[] = {
 		"vsock", "control", "console.log", "vmm.log", "e2b.json",
-		"e2b.json.tmp",
+		"e2b.json.tmp", CUBE_CP_LOCK_FILE,
 	};
-	char p[PATH_MAX + 16];
+	char p[PATH_MAX + 16], err[CUBE_ERR_MAX];
 	size_t i;
 
 	if (!s->dir[0])
 		return;
+	/*
+	 * The VMM deletes its checkpoints when it exits; a killed one left
+	 * its module snapshots recorded there.
+	 */
+	snprintf(p, sizeof(p), "%s/" CUBE_CP_DIR, s->dir);
+	cube_checkpoints_release(p, err, sizeof(err));
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", s->dir, files[i]);
 		unlink(p);
@@ -463,7 +470,7 @@ static int write_end(struct shim *s)
 static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
-	char name[32], tapfd[16], sbfd[16];
+	char name[32], tapfd[16], sbfd[16], cpdir[PATH_MAX + 16];
 	char **argv;
 	int i, n = 0;
 
@@ -471,7 +478,15 @@ static int start_vmm(struct shim *s)
 	snprintf(control, sizeof(control), "%s/control", s->dir);
 	snprintf(console, sizeof(console), "%s/console.log", s->dir);
 	snprintf(name, sizeof(name), "cube-%llu", (unsigned long long)s->id);
-	argv = calloc(s->vmm_argc + 14, sizeof(*argv));
+	/* the memory is a clone of the module's: checkpoints can be taken */
+	snprintf(cpdir, sizeof(cpdir), "%s/" CUBE_CP_DIR, s->dir);
+	if (mkdir(cpdir, 0700) && errno != EEXIST) {
+		int e = errno;
+
+		report(s, e, "cannot create %s: %s", cpdir, strerror(e));
+		return -e;
+	}
+	argv = calloc(s->vmm_argc + 16, sizeof(*argv));
 	if (!argv)
 		return -ENOMEM;
 	for (i = 0; i < s->vmm_argc; i++)
@@ -484,6 +499,8 @@ static int start_vmm(struct shim *s)
 	argv[n++] = console;
 	argv[n++] = "--id";
 	argv[n++] = name;
+	argv[n++] = "--checkpoint-dir";
+	argv[n++] = cpdir;
 	/*
 	 * the VMM attaches its restore's clone: the sandbox's memory
 	 * counters; both fds are moved to fixed numbers in the child

@@ -203,6 +203,8 @@ static const struct {
 	{ "template", cmd_template, "template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--run CMD]... | template ls | template rm NAME" },
 	{ "pool", cmd_pool, "pool set TEMPLATE --size N [--low N] | pool ls" },
 	{ "net", cmd_net, "net show ID | net set ID none|deny|internet|FILE" },
+	{ "checkpoint", cmd_checkpoint, "checkpoint ID [NAME] | checkpoint ls ID | checkpoint rm ID NAME" },
+	{ "rollback", cmd_rollback, "rollback ID [CHECKPOINT]  (back to a checkpoint, or to where it was restored from)" },
 };
 
 static void usage(FILE *f)

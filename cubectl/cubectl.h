@@ -80,5 +80,7 @@ int cmd_events(struct cctx *c, int argc, char **argv);
 int cmd_template(struct cctx *c, int argc, char **argv);
 int cmd_pool(struct cctx *c, int argc, char **argv);
 int cmd_net(struct cctx *c, int argc, char **argv);
+int cmd_checkpoint(struct cctx *c, int argc, char **argv);
+int cmd_rollback(struct cctx *c, int argc, char **argv);
 
 #endif /* CUBECTL_H */

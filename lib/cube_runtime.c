@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent_client.h"
+#include "cube_checkpoint_rec.h"
 #include "cube_runtime.h"
 #include "nl_client.h"
 
@@ -786,4 +789,244 @@ int cube_sandbox_resume_vm(uint64_t id)
 	int ret = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
 
 	return ret ? ret : cube_control(ctl, "resume\n", reply, sizeof(reply));
+}
+
+/* --- checkpoints and rollbacks --- */
+
+bool cube_cp_name_valid(const char *s)
+{
+	return s && cube_ckpt_name_ok(s);
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/*
+ * One checkpoint request to sandbox @id's VMM.  A VMM's "ERR" answer is
+ * turned into an -errno by what it says, and into @err.
+ */
+static int cp_request(uint64_t id, const char *req, char *reply, size_t len,
+		      char *err)
+{
+	char ctl[PATH_MAX];
+	const char *msg;
+	int ret;
+
+	ret = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
+	if (ret)
+		return ret;
+	ret = cube_control(ctl, req, reply, len);
+	if (ret == -ENOENT || ret == -ECONNREFUSED) {
+		set_err(err, "no sandbox %llu", (unsigned long long)id);
+		return -ENOENT;
+	}
+	if (ret != -EIO || strncmp(reply, "ERR", 3)) {
+		if (ret)
+			set_err(err, "sandbox %llu: %s", (unsigned long long)id,
+				reply[0] ? reply : strerror(-ret));
+		return ret;
+	}
+	msg = reply[3] == ' ' ? reply + 4 : reply + 3;
+	set_err(err, "sandbox %llu: %s", (unsigned long long)id, msg);
+	if (!strncmp(msg, "no checkpoint ", 14))
+		return -ENOENT;
+	if (!strncmp(msg, "bad checkpoint name", 19))
+		return -EINVAL;
+	if (strstr(msg, " exists"))
+		return -EEXIST;
+	if (!strncmp(msg, "too many checkpoints", 20))
+		return -ENOSPC;
+	if (strstr(msg, "cube.ko clone") || !strncmp(msg, "no --checkpoint-dir", 19))
+		return -EOPNOTSUPP;
+	return -EIO;
+}
+
+int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
+			   uint64_t *pages, char *err)
+{
+	char req[128], reply[512], got[CUBE_CP_NAME_MAX];
+	unsigned long long p;
+	unsigned int m;
+	int ret;
+
+	if (!cube_cp_name_valid(name)) {
+		set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
+		return -EINVAL;
+	}
+	snprintf(req, sizeof(req), "checkpoint %s\n", name);
+	ret = cp_request(id, req, reply, sizeof(reply), err);
+	if (ret)
+		return ret;
+	if (sscanf(reply, "OK checkpoint %64s %u ms pages=%llu", got, &m,
+		   &p) != 3) {
+		set_err(err, "sandbox %llu: unexpected answer: %s",
+			(unsigned long long)id, reply);
+		return -EPROTO;
+	}
+	if (ms)
+		*ms = m;
+	if (pages)
+		*pages = p;
+	return 0;
+}
+
+int cube_sandbox_cp_list(uint64_t id, char (**out)[CUBE_CP_NAME_MAX],
+			 size_t *n, char *err)
+{
+	char reply[CUBE_CP_NAME_MAX * 64 + 64], *tok, *save = NULL;
+	char (*v)[CUBE_CP_NAME_MAX] = NULL;
+	size_t cnt = 0;
+	int ret;
+
+	ret = cp_request(id, "checkpoints\n", reply, sizeof(reply), err);
+	if (ret)
+		return ret;
+	for (tok = strtok_r(reply + 2, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save)) {
+		void *nv;
+
+		if (!cube_cp_name_valid(tok))
+			continue;
+		nv = realloc(v, (cnt + 1) * sizeof(*v));
+		if (!nv) {
+			free(v);
+			return -ENOMEM;
+		}
+		v = nv;
+		snprintf(v[cnt++], CUBE_CP_NAME_MAX, "%s", tok);
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int cube_sandbox_cp_remove(uint64_t id, const char *name, char *err)
+{
+	char req[128], reply[256];
+
+	if (!cube_cp_name_valid(name)) {
+		set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
+		return -EINVAL;
+	}
+	snprintf(req, sizeof(req), "checkpoint-rm %s\n", name);
+	return cp_request(id, req, reply, sizeof(reply), err);
+}
+
+/*
+ * After a rollback: wait for the guest's agent, then give the guest what
+ * a restore gives it (its identity, the time, fresh entropy: the state
+ * rolled back to had the entropy it had then).
+ */
+static int rollback_setup_guest(uint64_t id, char *err)
+{
+	char idstr[32], host[64];
+	struct cube_agent_info info;
+	struct cube_agent *a = NULL;
+	unsigned char seed[64];
+	struct timespec now;
+	uint64_t end = mono_us() + (uint64_t)CUBE_BOOT_TIMEOUT * 1000000;
+	int ret = -ETIMEDOUT;
+
+	while (mono_us() < end) {
+		if (!cube_sandbox_agent(id, &a)) {
+			cube_agent_set_timeout(a, 5000);
+			if (!cube_agent_ping(a, &info) && info.ready)
+				break;
+			cube_agent_close(a);
+			a = NULL;
+		}
+		usleep(10 * 1000);
+	}
+	if (!a) {
+		set_err(err, "sandbox %llu: the guest agent did not answer after the rollback",
+			(unsigned long long)id);
+		return ret;
+	}
+	snprintf(idstr, sizeof(idstr), "%llu", (unsigned long long)id);
+	snprintf(host, sizeof(host), "cube-%s", idstr);
+	clock_gettime(CLOCK_REALTIME, &now);
+	{
+		struct cube_agent_identity ident = {
+			.hostname = host, .sandbox_id = idstr, .set_time = true,
+			.time_ns = (uint64_t)now.tv_sec * 1000000000ULL +
+				   now.tv_nsec,
+		};
+
+		ret = cube_agent_set_identity(a, &ident);
+	}
+	if (!ret) {
+		if (getrandom(seed, sizeof(seed), 0) != sizeof(seed))
+			ret = -EIO;
+		else
+			ret = cube_agent_reseed(a, seed, sizeof(seed));
+	}
+	explicit_bzero(seed, sizeof(seed));
+	if (!ret)
+		ret = cube_agent_ping(a, &info);
+	if (ret)
+		set_err(err, "sandbox %llu: cannot set up the guest after the rollback: %s",
+			(unsigned long long)id, cube_agent_error(a));
+	cube_agent_close(a);
+	return ret;
+}
+
+int cube_sandbox_rollback(uint64_t id, const char *name,
+			  struct cube_rollback *r, char *err)
+{
+	char path[PATH_MAX], req[128], reply[512];
+	unsigned long long us, pages;
+	uint64_t t0 = mono_us();
+	int fd, ret;
+
+	if (name && !cube_cp_name_valid(name)) {
+		set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
+		return -EINVAL;
+	}
+	ret = cube_sandbox_path(path, sizeof(path), id, CUBE_CP_LOCK_FILE);
+	if (ret)
+		return ret;
+	/* the lock lives in the run directory: there is none when it is gone */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			set_err(err, "no sandbox %llu", (unsigned long long)id);
+		else
+			set_err(err, "sandbox %llu: %s: %s",
+				(unsigned long long)id, path, strerror(-ret));
+		return ret;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		set_err(err, "sandbox %llu: %s", (unsigned long long)id,
+			ret == -EBUSY ? "busy: another rollback is under way" :
+			strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	snprintf(req, sizeof(req), name ? "rollback %s\n" : "rollback\n",
+		 name);
+	ret = cp_request(id, req, reply, sizeof(reply), err);
+	if (ret)
+		goto out;
+	memset(r, 0, sizeof(*r));
+	if (sscanf(reply, "OK rollback %64s %llu us pages=%llu", r->target,
+		   &us, &pages) != 3) {
+		set_err(err, "sandbox %llu: unexpected answer: %s",
+			(unsigned long long)id, reply);
+		ret = -EPROTO;
+		goto out;
+	}
+	r->vmm_us = us;
+	r->pages = pages;
+	ret = rollback_setup_guest(id, err);
+	r->total_us = mono_us() - t0;
+out:
+	close(fd);	/* drops the lock */
+	return ret;
 }

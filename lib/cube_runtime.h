@@ -164,6 +164,80 @@ int cube_sandbox_checkpoint(uint64_t id, const char *dir, char *err);
 /* let a VM paused by cube_sandbox_checkpoint() run again */
 int cube_sandbox_resume_vm(uint64_t id);
 
+/* --- checkpoints and rollbacks (the VMM's, of a running sandbox) --- */
+
+/*
+ * A sandbox's memory is a cube.ko clone, so its VMM can save the running
+ * guest in place ("checkpoint NAME", a module snapshot of the clone) and
+ * put it back later ("rollback [NAME]"); the checkpoints are kept in the
+ * run directory's "checkpoints/" and end with the sandbox.  Not to be
+ * confused with cube_sandbox_checkpoint(), which writes a pause snapshot
+ * to disk.
+ */
+#define CUBE_CP_NAME_MAX	65	/* 1..64 bytes and the NUL */
+/* in the run directory: held by the one rollback under way */
+#define CUBE_CP_LOCK_FILE	"rollback.lock"
+/* in the run directory: the VMM's --checkpoint-dir */
+#define CUBE_CP_DIR		"checkpoints"
+#define CUBE_CP_BASE		"@restore"	/* the target of a nameless rollback */
+
+/* 1..64 bytes of [A-Za-z0-9._-], not starting with '.' */
+bool cube_cp_name_valid(const char *s);
+
+/**
+ * cube_sandbox_cp_create() - checkpoint a running sandbox in place
+ * @id: the sandbox
+ * @name: the checkpoint's name (cube_cp_name_valid())
+ * @ms, @pages: set to the VMM's time and the pages it saved
+ * @err: reason on failure
+ *
+ * Return: 0; -EINVAL bad name; -ENOENT no such sandbox; -EEXIST the name
+ * is taken; -ENOSPC too many checkpoints; -EOPNOTSUPP the sandbox's memory
+ * is not a cube.ko clone; other -errno.
+ */
+int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
+			   uint64_t *pages, char *err);
+/* @out: malloc()ed names (CUBE_CP_NAME_MAX each, in the VMM's order) */
+int cube_sandbox_cp_list(uint64_t id, char (**out)[CUBE_CP_NAME_MAX],
+			 size_t *n, char *err);
+/* -ENOENT: no such sandbox or checkpoint (@err tells which) */
+int cube_sandbox_cp_remove(uint64_t id, const char *name, char *err);
+
+/**
+ * struct cube_rollback - what a rollback did
+ * @target: the checkpoint's name, or CUBE_CP_BASE
+ * @vmm_us: the VMM's time to put the guest back
+ * @pages: pages the VMM reported
+ * @total_us: the whole call: the rollback, the guest's new entropy and
+ *	identity, until its agent answered
+ */
+struct cube_rollback {
+	char target[CUBE_CP_NAME_MAX];
+	uint64_t vmm_us;
+	uint64_t pages;
+	uint64_t total_us;
+};
+
+/**
+ * cube_sandbox_rollback() - put a running sandbox back to a checkpoint
+ * @id: the sandbox
+ * @name: the checkpoint, or NULL for the snapshot it was restored from
+ * @r: set on success
+ * @err: reason on failure
+ *
+ * The guest runs on from the target state; every host connection to it
+ * of before (agent commands, streams) is reset.  Then, as after a restore,
+ * the guest gets fresh entropy, its identity and the time, and the call
+ * returns once its agent answers.  One rollback of a sandbox at a time.
+ *
+ * Return: 0; -EINVAL bad name; -ENOENT no such sandbox or checkpoint;
+ * -EBUSY another rollback of it is under way; -EOPNOTSUPP its memory is
+ * not a cube.ko clone; -ETIMEDOUT the agent did not answer after it;
+ * other -errno.
+ */
+int cube_sandbox_rollback(uint64_t id, const char *name,
+			  struct cube_rollback *r, char *err);
+
 /* parse a decimal sandbox id; -EINVAL when it is none */
 int cube_parse_id(const char *s, uint64_t *id);
 
