@@ -33,18 +33,6 @@ has() {
 	grep -q "\"event\": *\"$1\"" $W/log.json
 }
 
-# wait_for SECONDS CMD...: until CMD succeeds
-wait_for() {
-	t=$1
-	shift
-	while [ "$t" -gt 0 ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 1
-		t=$((t - 1))
-	done
-	return 1
-}
-
 exited_logged() {
 	$C --json audit "$id" > $W/log.json && has exited
 }
@@ -68,7 +56,7 @@ cmp -s $W/upload $W/download && ok "the file went there and back" ||
 	not_ok "the file went there and back" "$(cat $W/download)"
 $C kill "$id" >/dev/null
 
-if wait_for 30 exited_logged; then
+if wait_until 30 exited_logged; then
 	ok "the sandbox's end is logged after its kill"
 else
 	not_ok "the sandbox's end is logged after its kill" "$(cat $W/log.json)"
