@@ -8,6 +8,7 @@
  *   cube_backend_proc.c     processes and directory watches
  *   cube_backend_files.c    the filesystem and file transfers
  *   cube_backend_net.c      network settings and the port proxy's view
+ *   cube_backend_checkpoint.c  checkpoints and rollbacks (cube's own)
  */
 #ifndef CUBE_BACKEND_INT_H
 #define CUBE_BACKEND_INT_H
@@ -236,5 +237,16 @@ int cube_be_net_launch_policy(const struct e2b_net *n,
 int cube_be_net_apply(uint64_t id, const struct e2b_net *n, char *msg);
 int cube_be_set_network(void *be, const char *sid, const struct e2b_net *net,
 			char *msg);
+
+/* --- cube_backend_checkpoint.c --- */
+
+int cube_be_cp_create(void *be, const char *sid, const char *name,
+		      struct e2b_checkpoint *out, char *msg);
+int cube_be_cp_list(void *be, const char *sid,
+		    char (**out)[E2B_CP_NAME_MAX + 1], size_t *n, char *msg);
+int cube_be_cp_remove(void *be, const char *sid, const char *name,
+		      char *msg);
+int cube_be_rollback(void *be, const char *sid, const char *name,
+		     struct e2b_rollback *out, char *msg);
 
 #endif /* CUBE_BACKEND_INT_H */

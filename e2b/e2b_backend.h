@@ -94,6 +94,24 @@ struct e2b_snapshot {
 	char sandbox[E2B_ID_MAX + 1];	/* the sandbox it was made of */
 };
 
+/* a checkpoint's name: 1..64 of [A-Za-z0-9._-], not starting with '.' */
+#define E2B_CP_NAME_MAX		64
+
+/** struct e2b_checkpoint - POST /sandboxes/{id}/checkpoints (cube's own) */
+struct e2b_checkpoint {
+	char name[E2B_CP_NAME_MAX + 1];
+	unsigned int ms;		/* the VMM's time */
+	uint64_t pages;			/* pages saved */
+};
+
+/** struct e2b_rollback - POST /sandboxes/{id}/rollback (cube's own) */
+struct e2b_rollback {
+	/* the checkpoint, or "@restore": the state it was started from */
+	char target[E2B_CP_NAME_MAX + 1];
+	uint64_t us;			/* the VMM's time */
+	uint64_t pages;			/* pages put back */
+};
+
 /** struct e2b_metrics - one sample of GET /sandboxes/{id}/metrics */
 struct e2b_metrics {
 	time_t timestamp;
@@ -280,6 +298,23 @@ struct e2b_backend_ops {
 	 */
 	int (*set_network)(void *be, const char *id, const struct e2b_net *net,
 			   char *msg);
+	/*
+	 * cube's own extension: checkpoints of a running sandbox, kept in
+	 * place while it lives (@name "" picks one; -EEXIST: taken), the
+	 * list (malloc()ed array of names), removal (-ENOENT unknown), and
+	 * a rollback to one (@name "": to the state it was started from;
+	 * -EBUSY another under way; -EOPNOTSUPP its memory cannot be
+	 * checkpointed); NULL: not supported
+	 */
+	int (*cp_create)(void *be, const char *id, const char *name,
+			 struct e2b_checkpoint *out, char *msg);
+	int (*cp_list)(void *be, const char *id,
+		       char (**out)[E2B_CP_NAME_MAX + 1], size_t *n,
+		       char *msg);
+	int (*cp_remove)(void *be, const char *id, const char *name,
+			 char *msg);
+	int (*rollback)(void *be, const char *id, const char *name,
+			struct e2b_rollback *out, char *msg);
 
 	int (*proc_start)(void *be, const char *id, const struct e2b_start *req,
 			  struct e2b_proc **out, char *msg);

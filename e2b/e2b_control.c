@@ -975,6 +975,204 @@ static void do_network(const struct e2b_api *api, const struct e2b_route *rt,
 		no_content(resp);
 }
 
+/* --- cube's own extension: checkpoints and rollbacks --- */
+
+static bool cp_name_ok(const char *n)
+{
+	size_t i, l = strlen(n);
+
+	if (!l || l > E2B_CP_NAME_MAX || n[0] == '.')
+		return false;
+	for (i = 0; i < l; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') ||
+		      (n[i] >= 'A' && n[i] <= 'Z') ||
+		      (n[i] >= '0' && n[i] <= '9') ||
+		      n[i] == '-' || n[i] == '_' || n[i] == '.'))
+			return false;
+	return true;
+}
+
+#define CP_NAME_RULE "1..64 characters of [A-Za-z0-9._-], not starting with '.'"
+
+/*
+ * {} or {"<key>": name}: any other field, or a name that is none, is a
+ * 400.  An empty body is {}.  @name is "" when not given.
+ */
+static int parse_cp_body(const char *body, size_t len, const char *key,
+			 char *name, char *msg)
+{
+	struct json_object *o;
+	int ret = 0;
+
+	name[0] = '\0';
+	if (!len)
+		return 0;
+	o = e2b_json_parse(body, len, msg);
+	if (!o)
+		return -EINVAL;
+	json_object_object_foreach(o, k, v) {
+		const char *n;
+
+		if (strcmp(k, key)) {
+			snprintf(msg, E2B_MSG_MAX, "unknown field '%.64s' (only '%s')",
+				 k, key);
+			ret = -EINVAL;
+			break;
+		}
+		n = json_object_is_type(v, json_type_string) ?
+		    json_object_get_string(v) : NULL;
+		if (!n || !cp_name_ok(n)) {
+			snprintf(msg, E2B_MSG_MAX, "'%s' must be " CP_NAME_RULE,
+				 key);
+			ret = -EINVAL;
+			break;
+		}
+		strcpy(name, n);
+	}
+	json_object_put(o);
+	return ret;
+}
+
+/* the backend's refusals of checkpoints and rollbacks */
+static void cp_error(struct e2b_response *resp, int ret,
+		     const struct e2b_route *rt, const char *name,
+		     const char *msg)
+{
+	if (ret == -EOPNOTSUPP)
+		e2b_reply_error(resp, 501, "%s", msg[0] ? msg :
+				"sandbox memory that cannot be checkpointed");
+	else if (ret == -EEXIST && !msg[0])
+		e2b_reply_error(resp, 409, "checkpoint \"%s\" exists", name);
+	else if (ret == -EBUSY && !msg[0])
+		e2b_reply_error(resp, 409, "sandbox \"%s\" is busy with another rollback",
+				rt->sandbox);
+	else
+		backend_error(resp, ret, rt->sandbox, msg);
+}
+
+static void do_cp_create(const struct e2b_api *api, const struct e2b_route *rt,
+			 const struct e2b_request *req,
+			 struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "", name[E2B_CP_NAME_MAX + 1];
+	struct e2b_checkpoint cp = { 0 };
+	struct json_object *o;
+	int ret;
+
+	if (parse_cp_body(req->body, req->body_len, "name", name, msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
+	}
+	if (need_running(b, rt, resp, "paused: resume it to checkpoint it"))
+		return;
+	if (!b->ops->cp_create) {
+		e2b_reply_error(resp, 501, "checkpoints are not supported by this server");
+		return;
+	}
+	ret = b->ops->cp_create(b->be, rt->sandbox, name, &cp, msg);
+	if (ret) {
+		cp_error(resp, ret, rt, name, msg);
+		return;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(cp.name));
+	json_object_object_add(o, "ms", json_object_new_int64(cp.ms));
+	json_object_object_add(o, "pages", json_object_new_int64(cp.pages));
+	e2b_reply_json(resp, 201, o);
+}
+
+static void do_cp_list(const struct e2b_api *api, const struct e2b_route *rt,
+		       struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char (*v)[E2B_CP_NAME_MAX + 1] = NULL, msg[E2B_MSG_MAX] = "";
+	struct json_object *arr;
+	size_t n = 0, i;
+	int ret;
+
+	if (need_running(b, rt, resp, "paused: resume it to list its checkpoints"))
+		return;
+	if (!b->ops->cp_list) {
+		e2b_reply_error(resp, 501, "checkpoints are not supported by this server");
+		return;
+	}
+	ret = b->ops->cp_list(b->be, rt->sandbox, &v, &n, msg);
+	if (ret) {
+		cp_error(resp, ret, rt, "", msg);
+		return;
+	}
+	arr = json_object_new_array();
+	for (i = 0; arr && i < n; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "name", json_object_new_string(v[i]));
+		json_object_array_add(arr, o);
+	}
+	free(v);
+	e2b_reply_json(resp, 200, arr);
+}
+
+static void do_cp_delete(const struct e2b_api *api, const struct e2b_route *rt,
+			 struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "";
+	int ret;
+
+	if (!cp_name_ok(rt->arg)) {
+		e2b_reply_error(resp, 400, "a checkpoint name is " CP_NAME_RULE);
+		return;
+	}
+	if (need_running(b, rt, resp, "paused: resume it to remove a checkpoint"))
+		return;
+	if (!b->ops->cp_remove) {
+		e2b_reply_error(resp, 501, "checkpoints are not supported by this server");
+		return;
+	}
+	ret = b->ops->cp_remove(b->be, rt->sandbox, rt->arg, msg);
+	if (ret == -ENOENT && !msg[0])
+		e2b_reply_error(resp, 404, "checkpoint \"%s\" not found", rt->arg);
+	else if (ret)
+		cp_error(resp, ret, rt, rt->arg, msg);
+	else
+		no_content(resp);
+}
+
+static void do_rollback(const struct e2b_api *api, const struct e2b_route *rt,
+			const struct e2b_request *req,
+			struct e2b_response *resp)
+{
+	const struct e2b_backend *b = &api->backend;
+	char msg[E2B_MSG_MAX] = "", name[E2B_CP_NAME_MAX + 1];
+	struct e2b_rollback r = { 0 };
+	struct json_object *o;
+	int ret;
+
+	if (parse_cp_body(req->body, req->body_len, "checkpoint", name, msg)) {
+		e2b_reply_error(resp, 400, "%s", msg);
+		return;
+	}
+	if (need_running(b, rt, resp, "paused: resume it to roll it back"))
+		return;
+	if (!b->ops->rollback) {
+		e2b_reply_error(resp, 501, "rollback is not supported by this server");
+		return;
+	}
+	ret = b->ops->rollback(b->be, rt->sandbox, name, &r, msg);
+	if (ret == -ENOENT && !msg[0] && name[0])
+		e2b_reply_error(resp, 404, "checkpoint \"%s\" not found", name);
+	else if (ret)
+		cp_error(resp, ret, rt, name, msg);
+	if (ret)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "target", json_object_new_string(r.target));
+	json_object_object_add(o, "us", json_object_new_int64(r.us));
+	json_object_object_add(o, "pages", json_object_new_int64(r.pages));
+	e2b_reply_json(resp, 200, o);
+}
+
 void e2b_control_handle(const struct e2b_api *api, const struct e2b_route *rt,
 			const struct e2b_request *req,
 			struct e2b_response *resp)
@@ -1025,6 +1223,18 @@ void e2b_control_handle(const struct e2b_api *api, const struct e2b_route *rt,
 		break;
 	case E2B_R_NETWORK:
 		do_network(api, rt, req, resp);
+		break;
+	case E2B_R_CP_CREATE:
+		do_cp_create(api, rt, req, resp);
+		break;
+	case E2B_R_CP_LIST:
+		do_cp_list(api, rt, resp);
+		break;
+	case E2B_R_CP_DELETE:
+		do_cp_delete(api, rt, resp);
+		break;
+	case E2B_R_ROLLBACK:
+		do_rollback(api, rt, req, resp);
 		break;
 	default:
 		e2b_reply_error(resp, 404, "no such endpoint");

@@ -12,7 +12,8 @@ struct route_ent {
 	const char *method;
 	/*
 	 * "*" in a pattern matches one sandbox-id segment, "+" any one
-	 * segment (a template name, checked by its handler)
+	 * segment (a template name, or after a "*" a checkpoint name,
+	 * checked by its handler)
 	 */
 	const char *pattern;
 	enum e2b_route_id id;
@@ -39,6 +40,10 @@ static const struct route_ent routes[] = {
 	{ E2B_PLANE_API, "PUT",    "/sandboxes/*/network",	E2B_R_NETWORK, "network" },
 	{ E2B_PLANE_API, "DELETE", "/templates/+",		E2B_R_TEMPLATE_DELETE, "template.delete" },
 	{ E2B_PLANE_API, "GET",    "/templates/aliases/+",	E2B_R_TEMPLATE_ALIAS, "template.alias" },
+	{ E2B_PLANE_API, "POST",   "/sandboxes/*/checkpoints",	E2B_R_CP_CREATE, "checkpoint" },
+	{ E2B_PLANE_API, "GET",    "/sandboxes/*/checkpoints",	E2B_R_CP_LIST, "checkpoints" },
+	{ E2B_PLANE_API, "DELETE", "/sandboxes/*/checkpoints/+", E2B_R_CP_DELETE, "checkpoint.delete" },
+	{ E2B_PLANE_API, "POST",   "/sandboxes/*/rollback",	E2B_R_ROLLBACK, "rollback" },
 
 	{ E2B_PLANE_ENVD, "GET",  "/health",			E2B_R_ENVD_HEALTH, "envd.health" },
 	{ E2B_PLANE_ENVD, "GET",  "/files",			E2B_R_FILES_GET, "files.get" },
@@ -82,25 +87,29 @@ bool e2b_id_valid(const char *s)
 
 /*
  * Match @path against @pattern.  Returns 1 on a match (with the "*" segment
- * copied to @seg), 0 when they differ, -EINVAL when they match in shape but
- * the "*" segment is no valid id.
+ * copied to @seg, a "+" one to @seg or, after a "*", to @arg), 0 when they
+ * differ, -EINVAL when they match in shape but the "*" segment is no valid
+ * id.
  */
-static int match(const char *pattern, const char *path, char *seg)
+static int match(const char *pattern, const char *path, char *seg, char *arg)
 {
 	const char *p = pattern, *s = path;
-	bool bad = false;
+	bool bad = false, have_id = false;
 
 	*seg = '\0';
+	*arg = '\0';
 	while (*p && *s) {
 		if (*p == '+') {
 			size_t n = strcspn(s, "/");
+			size_t max = have_id ? E2B_ARG_MAX : E2B_ID_MAX;
+			char *to = have_id ? arg : seg;
 
 			if (!n)
 				return 0;
 			/* too long for any name: "" tells the handler */
-			if (n <= E2B_ID_MAX) {
-				memcpy(seg, s, n);
-				seg[n] = '\0';
+			if (n <= max) {
+				memcpy(to, s, n);
+				to[n] = '\0';
 			}
 			s += n;
 			p++;
@@ -111,6 +120,7 @@ static int match(const char *pattern, const char *path, char *seg)
 
 			if (!n)
 				return 0;
+			have_id = true;
 			if (n > E2B_ID_MAX) {
 				bad = true;
 			} else {
@@ -144,11 +154,12 @@ int e2b_route(enum e2b_plane plane, const char *method, const char *path,
 	      struct e2b_route *r)
 {
 	bool path_known = false, bad_id = false;
-	char seg[E2B_ID_MAX + 1];
+	char seg[E2B_ID_MAX + 1], arg[E2B_ARG_MAX + 1];
 	size_t i;
 
 	r->id = E2B_R_NONE;
 	r->sandbox[0] = '\0';
+	r->arg[0] = '\0';
 	if (!method || !path || path[0] != '/')
 		return -ENOENT;
 	for (i = 0; i < N_ROUTES; i++) {
@@ -156,7 +167,7 @@ int e2b_route(enum e2b_plane plane, const char *method, const char *path,
 
 		if (routes[i].plane != plane)
 			continue;
-		m = match(routes[i].pattern, path, seg);
+		m = match(routes[i].pattern, path, seg, arg);
 		if (!m)
 			continue;
 		if (m < 0) {
@@ -168,6 +179,7 @@ int e2b_route(enum e2b_plane plane, const char *method, const char *path,
 			continue;
 		r->id = routes[i].id;
 		strcpy(r->sandbox, seg);
+		strcpy(r->arg, arg);
 		return 0;
 	}
 	if (path_known)

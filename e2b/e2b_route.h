@@ -14,6 +14,8 @@
 
 /* Sandbox ids in paths and in the E2b-Sandbox-Id header. */
 #define E2B_ID_MAX	63
+/* a name segment after a sandbox id (a checkpoint's) */
+#define E2B_ARG_MAX	64
 
 enum e2b_plane {
 	E2B_PLANE_API,
@@ -39,6 +41,11 @@ enum e2b_route_id {
 	E2B_R_NETWORK,		/* PUT /sandboxes/{id}/network */
 	E2B_R_TEMPLATE_DELETE,	/* DELETE /templates/{name} */
 	E2B_R_TEMPLATE_ALIAS,	/* GET /templates/aliases/{name} */
+	/* cube's own: checkpoints and rollbacks of a running sandbox */
+	E2B_R_CP_CREATE,	/* POST /sandboxes/{id}/checkpoints */
+	E2B_R_CP_LIST,		/* GET /sandboxes/{id}/checkpoints */
+	E2B_R_CP_DELETE,	/* DELETE /sandboxes/{id}/checkpoints/{name} */
+	E2B_R_ROLLBACK,		/* POST /sandboxes/{id}/rollback */
 	/* envd: plain HTTP */
 	E2B_R_ENVD_HEALTH,	/* GET /health */
 	E2B_R_FILES_GET,	/* GET /files */
@@ -70,10 +77,14 @@ enum e2b_route_id {
  * @sandbox: the {id} path segment, "" when the path has none; for the
  *	template routes the {name} segment as it came (checked by the
  *	handler), "" when longer than %E2B_ID_MAX
+ * @arg: a name segment after the {id} one ({name} of a checkpoint) as it
+ *	came, checked by the handler; "" when none or longer than
+ *	%E2B_ARG_MAX
  */
 struct e2b_route {
 	enum e2b_route_id id;
 	char sandbox[E2B_ID_MAX + 1];
+	char arg[E2B_ARG_MAX + 1];
 };
 
 /**
