@@ -11,7 +11,7 @@
 // The sandboxes it makes are killed before it ends.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox } from 'e2b';
+import { Sandbox, ConnectionConfig } from 'e2b';
 
 const template = process.env.CUBE_TEMPLATE || 'base';
 const made = new Set();
@@ -23,9 +23,12 @@ after(async () => {
   }
 });
 
+// the API URL and key the SDK itself uses
+const conf = new ConnectionConfig();
+
 // one request of the extension: { status, body } (body parsed when JSON)
-async function cube(method, path, body, key = process.env.E2B_API_KEY) {
-  const res = await fetch(new URL(path, process.env.E2B_API_URL), {
+async function cube(method, path, body, key = conf.apiKey) {
+  const res = await fetch(new URL(path, conf.apiUrl), {
     method,
     headers: { 'X-API-Key': key, 'Content-Type': 'application/json' },
     body: body === undefined ? undefined :
