@@ -436,6 +436,67 @@ TEST(bad_requests_change_nothing)
 	rm_tree(dir);
 }
 
+static void mem_stats(struct cube_mem_stats *ms)
+{
+	int dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+
+	memset(ms, 0, sizeof(*ms));
+	ASSERT_GE(dev, 0);
+	ASSERT_EQ(ioctl(dev, CUBE_IOC_MEM_STATS, ms), 0);
+	close(dev);
+}
+
+/*
+ * A checkpoint of a VM rolled back to a checkpoint is one snapshot deeper:
+ * past cube.ko's depth the checkpoint is refused, and the refusal leaves
+ * no directory and no module snapshot.  Then the limit of 16 checkpoints.
+ */
+TEST(refused_checkpoints_leave_nothing)
+{
+	char dir[128], snap[160], reply[256], req[64], val[80];
+	struct cube_mem_stats before, after;
+	struct rvm v;
+	int i, made;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb7");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
+	for (i = 0, made = 0; i < CUBE_SNAPSHOT_MAX_DEPTH + 1; i++) {
+		snprintf(req, sizeof(req), "checkpoint d%02d", i);
+		ASSERT_EQ(control(v.ctl, req, reply, sizeof(reply)), 0);
+		if (strncmp(reply, "OK checkpoint", 13))
+			break;
+		made++;
+		snprintf(req, sizeof(req), "rollback d%02d", i);
+		ASSERT_EQ(control(v.ctl, req, reply, sizeof(reply)), 0);
+		ASSERT_EQ(strncmp(reply, "OK rollback", 11), 0);
+	}
+	TH_LOG("%d checkpoints deep, then: %s", made, reply);
+	/* the template is depth 1: 15 snapshots of clones fit above it */
+	EXPECT_EQ(made, CUBE_SNAPSHOT_MAX_DEPTH - 1);
+	EXPECT_EQ(strncmp(reply, "ERR checkpoint d15: ", 20), 0);
+	mem_stats(&before);
+	ASSERT_EQ(control(v.ctl, "checkpoint deep", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "ERR checkpoint deep: ", 21), 0);
+	mem_stats(&after);
+	EXPECT_EQ(after.snapshots, before.snapshots);
+	EXPECT_EQ(dir_entries(v.ckdir), made);
+	/* from the template again, one more fits; then the count is full */
+	ASSERT_EQ(control(v.ctl, "rollback", reply, sizeof(reply)), 0);
+	ASSERT_EQ(control(v.ctl, "checkpoint last", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK checkpoint last ", 19), 0);
+	ASSERT_EQ(control(v.ctl, "checkpoint over", reply, sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "ERR too many checkpoints (at most 16): remove one with checkpoint-rm");
+	EXPECT_EQ(dir_entries(v.ckdir), made + 1);
+	/* every one of them still rolls back */
+	ASSERT_EQ(control(v.ctl, "rollback d00", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK rollback d00 ", 16), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "-");
+	EXPECT_EQ(rvm_stop(&v), 0);
+	EXPECT_EQ(dir_entries(v.ckdir), 0);
+	rm_tree(dir);
+}
+
 TEST(two_vmms_roll_back_independently)
 {
 	char dir[128], snap[160], reply[256], val[80];
@@ -474,15 +535,6 @@ TEST(two_vmms_roll_back_independently)
 	rm_tree(dir);
 }
 
-static void mem_stats(struct cube_mem_stats *ms)
-{
-	int dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
-
-	memset(ms, 0, sizeof(*ms));
-	ASSERT_GE(dev, 0);
-	ASSERT_EQ(ioctl(dev, CUBE_IOC_MEM_STATS, ms), 0);
-	close(dev);
-}
 
 /* The VMM itself: the child of the pid spawned when it made a cgroup. */
 static pid_t vmm_pid(pid_t pid)
