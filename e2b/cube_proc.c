@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "agent_client.h"
+#include "cube_audit.h"
 #include "cube_proc.h"
 #include "cube_runtime.h"
 #include "proc_queue.h"
@@ -39,6 +40,13 @@ struct cube_proc {
 	uint32_t pid;
 	char *tag;
 	struct e2b_proc_config cfg;
+	/* for the behaviour log */
+	char user[E2B_USER_MAX + 1];
+	struct timespec started;
+	uint64_t out_bytes, err_bytes;
+	bool exited;		/* its EXIT came: @status is real */
+	struct cube_exec_status status;
+	const char *lost;	/* else why it ended without one */
 	struct cube_agent *a;
 	pthread_t thread;
 	/* the queue */
@@ -306,17 +314,76 @@ static void pass_requests_locked(struct cube_proc *p)
 	}
 }
 
+/*
+ * The fields of the behaviour log's "command" line, once a command ended
+ * or its connection was lost: what ran (argv, cwd, user, the environment's
+ * names only), how it ended, how long it took and how much it wrote.
+ * Locked; the line is written after the lock is dropped.
+ */
+static struct json_object *audit_command(const struct cube_proc *p)
+{
+	struct json_object *f = json_object_new_object();
+	struct json_object *env = json_object_new_array();
+	struct timespec now;
+	const char **argv;
+	size_t i;
+
+	argv = calloc(p->cfg.nargs + 1, sizeof(*argv));
+	if (!f || !env || !argv) {
+		json_object_put(f);
+		json_object_put(env);
+		free(argv);
+		return NULL;
+	}
+	argv[0] = p->cfg.cmd;
+	for (i = 0; i < p->cfg.nargs; i++)
+		argv[i + 1] = p->cfg.args[i];
+	json_object_object_add(f, "argv", cube_audit_strv(argv,
+							  p->cfg.nargs + 1));
+	free(argv);
+	json_object_object_add(f, "cwd", cube_audit_str(p->cfg.cwd));
+	json_object_object_add(f, "user", cube_audit_str(p->user[0] ?
+							 p->user : "user"));
+	for (i = 0; i < p->cfg.envs.n && i < CUBE_AUDIT_LIST_MAX; i++)
+		json_object_array_add(env, cube_audit_str(p->cfg.envs.v[i].key));
+	json_object_object_add(f, "env", env);
+	json_object_object_add(f, "pid", json_object_new_int64(p->pid));
+	if (p->exited && p->status.exited)
+		json_object_object_add(f, "exit",
+				       json_object_new_int(p->status.code));
+	else if (p->exited)
+		json_object_object_add(f, "signal",
+				       json_object_new_int(p->status.signal));
+	else
+		json_object_object_add(f, "ended", cube_audit_str(p->lost));
+	if (p->exited && p->status.timed_out)
+		json_object_object_add(f, "timed_out",
+				       json_object_new_boolean(true));
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	json_object_object_add(f, "duration_ms", json_object_new_int64(
+		(now.tv_sec - p->started.tv_sec) * 1000 +
+		(now.tv_nsec - p->started.tv_nsec) / 1000000));
+	json_object_object_add(f, "stdout_bytes",
+			       json_object_new_int64(p->out_bytes));
+	json_object_object_add(f, "stderr_bytes",
+			       json_object_new_int64(p->err_bytes));
+	return f;
+}
+
 static void *pump(void *arg)
 {
 	struct cube_proc *p = arg;
 	struct cube_proc_table *t = p->t;
+	struct json_object *audit;
 	struct cube_exec_event ev;
+	uint64_t sandbox;
 	int ret;
 
 	pthread_mutex_lock(&t->lock);
 	while (!p->ended) {
 		if (t->quit) {
-			push_end_locked(p, -1, 0, "the server is shutting down");
+			p->lost = "the server is shutting down";
+			push_end_locked(p, -1, 0, p->lost);
 			break;
 		}
 		pass_requests_locked(p);
@@ -338,11 +405,15 @@ static void *pump(void *arg)
 		if (ret == -ETIMEDOUT)
 			continue;
 		if (ret) {
-			push_end_locked(p, -1, 0,
-					"lost the connection to the sandbox");
+			p->lost = "lost the connection to the sandbox";
+			push_end_locked(p, -1, 0, p->lost);
 			break;
 		}
 		if (ev.type == CUBE_EXEC_STDOUT || ev.type == CUBE_EXEC_STDERR) {
+			if (ev.type == CUBE_EXEC_STDOUT)
+				p->out_bytes += ev.len;
+			else
+				p->err_bytes += ev.len;
 			if (!p->readers || !ev.len)
 				continue;	/* nobody listens */
 			push_data_locked(p, p->pty ? E2B_EV_PTY :
@@ -352,6 +423,8 @@ static void *pump(void *arg)
 		} else if (ev.type == CUBE_EXEC_EXIT) {
 			const struct cube_exec_status *st = &ev.status;
 
+			p->exited = true;
+			p->status = *st;
 			push_end_locked(p, st->exited ? st->code : -1,
 					st->exited ? 0 : st->signal,
 					st->timed_out ? "timed out" : NULL);
@@ -359,6 +432,8 @@ static void *pump(void *arg)
 	}
 	p->dead = true;
 	pthread_cond_broadcast(&t->cond);
+	audit = audit_command(p);
+	sandbox = p->sandbox;
 	if (!p->readers && !t->quit) {
 		struct cube_proc **pp;
 
@@ -374,11 +449,13 @@ static void *pump(void *arg)
 		account_locked(p, -(long)p->q.bytes);
 		usage_put_locked(p);
 		pthread_mutex_unlock(&t->lock);
+		cube_audit_id(sandbox, "command", "api", audit);
 		cube_agent_close(p->a);
 		proc_free(p);
 		return NULL;
 	}
 	pthread_mutex_unlock(&t->lock);
+	cube_audit_id(sandbox, "command", "api", audit);
 	cube_agent_close(p->a);
 	p->a = NULL;
 	return NULL;
@@ -511,6 +588,8 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 	ret = copy_config(&p->cfg, &req->proc);
 	if (!ret && req->tag && !(p->tag = strdup(req->tag)))
 		ret = -ENOMEM;
+	snprintf(p->user, sizeof(p->user), "%s", req->user);
+	clock_gettime(CLOCK_MONOTONIC, &p->started);
 	argv = calloc(req->proc.nargs + 2, sizeof(*argv));
 	envp = build_env(req, env_extra);
 	if (!ret && (!argv || !envp))

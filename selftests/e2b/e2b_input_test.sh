@@ -390,6 +390,29 @@ listing_bound() {
 # planted in an env value, the file's contents, the API key and the envd
 # token appear nowhere in the log directory.
 behaviour_log() {
+	# a command through envd's Start (one Connect envelope: a flag byte,
+	# the length in four bytes, the JSON)
+	rpc='{"process":{"cmd":"/bin/sh","args":["-c","echo out; exit 4"],"envs":{"RPC_SECRET":"'"$PLANTED"'-rpc"}}}'
+	len=${#rpc}
+	{
+		printf 'POST /process.Process/Start HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nE2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\nConnect-Protocol-Version: 1\r\nContent-Type: application/connect+json\r\nContent-Length: %s\r\n\r\n' \
+			"$S" "$TOK" $((len + 5))
+		printf "\\000\\000\\000\\$(printf %03o $((len / 256)))\\$(printf %03o $((len % 256)))"
+		printf '%s' "$rpc"
+	} > $W/request
+	./http_raw $ENVD $W/request > $W/resp 2>/dev/null
+	if wait_for 30 grep -q '"by":"api","argv":\["/bin/sh"' "$CUBE_STATE_DIR/audit/$S.jsonl"; then
+		line=$(grep '"by":"api","argv":\["/bin/sh"' "$CUBE_STATE_DIR/audit/$S.jsonl")
+	else
+		line="no line: $(tail -c 300 $W/resp | tr -d '\000')"
+	fi
+	case $line in
+	*'"event":"command","by":"api","argv":["/bin/sh","-c","echo out; exit 4"]'*'"env":["RPC_SECRET"]'*'"exit":4,'*'"stdout_bytes":4,"stderr_bytes":0'*)
+		ok "the behaviour log: a command through envd, its argv, env names, status and output" ;;
+	*)
+		not_ok "the behaviour log: a command through envd, its argv, env names, status and output" \
+			"$line" ;;
+	esac
 	body="$PLANTED-file"
 	printf 'POST /files?path=/tmp/planted.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nE2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %s\r\n\r\n%s' \
 		"$S" "$TOK" "${#body}" "$body" > $W/request
@@ -520,7 +543,7 @@ damaged_state() {
 		not_ok "no sandbox and no VMM process is left" "$($C ls); $(vmm_procs) VMM processes"
 }
 
-PLAN=$((31 + $(echo "$API_CASES" | grep -c '^[0-9]')))
+PLAN=$((32 + $(echo "$API_CASES" | grep -c '^[0-9]')))
 echo "KTAP version 1"
 echo "1..$PLAN"
 rm -rf $W
