@@ -439,11 +439,9 @@ int session_run(int fd, int ctl, const struct agent_config *cfg)
 		int n = 1, timeout = -1;
 		uint64_t now;
 
-		if (s.fd < 0 && err)
+		if (s.handed_off || (s.fd < 0 && err))
 			break;
 		if (s.fd >= 0 && (err || s.in_eof || s.out_err)) {
-			if (s.handed_off)
-				break;
 			if (s.in_eof && !err && !s.out_err)
 				session_flush(&s, 0);
 			if (!park(&s))
