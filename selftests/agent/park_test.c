@@ -73,8 +73,7 @@ static int attach(struct cube_agent *a, uint32_t pid)
 }
 
 /* Next event, ASSERTing it came. */
-static void next(struct cube_agent *a,
-		 struct cube_exec_event *ev)
+static void next(struct cube_agent *a, struct cube_exec_event *ev)
 {
 	int err = cube_agent_exec_next(a, ev, 10000);
 
@@ -84,7 +83,7 @@ static void next(struct cube_agent *a,
 }
 
 /* Collects output into @o until the exit; returns its status. */
-static struct cube_exec_status drain(     struct cube_agent *a, struct output *o)
+static struct cube_exec_status drain(struct cube_agent *a, struct output *o)
 {
 	struct cube_exec_event ev;
 
@@ -107,6 +106,7 @@ static void touch(const char *path)
 
 TEST_F(park, output_while_parked_is_replayed_with_the_exit)
 {
+	struct cube_agent_info info;
 	struct cube_exec_status st;
 	struct cube_exec_event ev;
 	struct output o = { 0 };
@@ -126,6 +126,8 @@ TEST_F(park, output_while_parked_is_replayed_with_the_exit)
 	touch(self->go);
 	ASSERT_TRUE(gone_within(pid, 10000));
 	a = agent_connect(&self->p);
+	/* the ATTACH gets another request id than the EXEC had */
+	ASSERT_EQ(cube_agent_ping(a, &info), 0);
 	ASSERT_EQ(attach(a, pid), 0);
 	st = drain(a, &o);
 	EXPECT_STREQ(o.out, "one\nthree\n");
@@ -299,7 +301,22 @@ TEST_F(park, attach_garbage)
 	cube_agent_close(a);
 }
 
-TEST_F(park, without_keep_the_command_dies_with_the_connection)
+/* The default park timeout (10 minutes): nothing ends by it here. */
+FIXTURE(plain) {
+	struct agent_proc p;
+};
+
+FIXTURE_SETUP(plain)
+{
+	agent_spawn(&self->p, NULL, false);
+}
+
+FIXTURE_TEARDOWN(plain)
+{
+	agent_stop(&self->p);
+}
+
+TEST_F(plain, without_keep_the_command_dies_with_the_connection)
 {
 	struct cube_exec_event ev;
 	struct cube_agent *a;
