@@ -27,7 +27,7 @@
  * After a resume, how long an ATTACH may be refused because the restored
  * agent has not yet seen the old connection break.
  */
-#define ADOPT_WAIT_MS	10000
+#define ADOPT_WAIT_MS	30000
 
 /* what the commands of one sandbox have queued */
 struct proc_usage {
