@@ -599,8 +599,133 @@ int cube_be_paused_path(char *buf, size_t len, const char *eid,
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * The record's format: 2 adds "processes", the commands running at the
+ * pause (pid, tag, cmd, args, cwd, pty; not their environment).  A record
+ * without it (format 1) has none.
+ */
+#define PAUSED_FORMAT	2
+
+static struct json_object *procs_json(const struct cube_proc_saved *v,
+				      size_t n)
+{
+	struct json_object *a = json_object_new_array(), *o, *args;
+	size_t i, j;
+
+	for (i = 0; a && i < n; i++) {
+		o = json_object_new_object();
+		args = json_object_new_array();
+		if (!o || !args) {
+			json_object_put(o);
+			json_object_put(args);
+			json_object_put(a);
+			return NULL;
+		}
+		json_object_object_add(o, "pid", json_object_new_int64(v[i].pid));
+		if (v[i].tag)
+			json_object_object_add(o, "tag",
+					       json_object_new_string(v[i].tag));
+		json_object_object_add(o, "cmd",
+				       json_object_new_string(v[i].cfg.cmd));
+		for (j = 0; j < v[i].cfg.nargs; j++)
+			json_object_array_add(args,
+					      json_object_new_string(v[i].cfg.args[j]));
+		json_object_object_add(o, "args", args);
+		if (v[i].cfg.cwd)
+			json_object_object_add(o, "cwd",
+					       json_object_new_string(v[i].cfg.cwd));
+		json_object_object_add(o, "pty", json_object_new_boolean(v[i].pty));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+static char *json_strdup(struct json_object *o, const char *key, bool *bad)
+{
+	struct json_object *v;
+	char *s;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return NULL;
+	if (!json_object_is_type(v, json_type_string) ||
+	    json_object_get_string_len(v) >= CUBE_AGENT_MAX_STRING) {
+		*bad = true;
+		return NULL;
+	}
+	s = strdup(json_object_get_string(v));
+	if (!s)
+		*bad = true;
+	return s;
+}
+
+/* One command of "processes"; false when it is not one. */
+static bool proc_from_json(struct json_object *o, struct cube_proc_saved *sp)
+{
+	struct json_object *v, *args;
+	bool bad = false;
+	int64_t pid;
+	size_t i, n;
+
+	memset(sp, 0, sizeof(*sp));
+	if (!json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "pid", &v) ||
+	    !json_object_is_type(v, json_type_int) ||
+	    !json_object_object_get_ex(o, "args", &args) ||
+	    !json_object_is_type(args, json_type_array))
+		return false;
+	pid = json_object_get_int64(v);
+	if (pid < 1 || pid > INT32_MAX)
+		return false;
+	sp->pid = pid;
+	sp->tag = json_strdup(o, "tag", &bad);
+	sp->cfg.cmd = json_strdup(o, "cmd", &bad);
+	sp->cfg.cwd = json_strdup(o, "cwd", &bad);
+	if (json_object_object_get_ex(o, "pty", &v))
+		sp->pty = json_object_get_boolean(v);
+	n = json_object_array_length(args);
+	if (n >= CUBE_AGENT_MAX_ARGS)
+		bad = true;
+	sp->cfg.args = bad ? NULL : calloc(n + 1, sizeof(char *));
+	for (i = 0; sp->cfg.args && i < n && !bad; i++) {
+		v = json_object_array_get_idx(args, i);
+		if (!json_object_is_type(v, json_type_string) ||
+		    !(sp->cfg.args[i] = strdup(json_object_get_string(v))))
+			bad = true;
+		else
+			sp->cfg.nargs++;
+	}
+	if (bad || !sp->cfg.cmd || !sp->cfg.cmd[0] || !sp->cfg.args) {
+		cube_proc_saved_free_one(sp);
+		return false;
+	}
+	return true;
+}
+
+/* "processes" of a record, at most CUBE_PROC_MAX; bad entries left out */
+static void procs_from_json(struct json_object *o, struct cube_be_paused *p)
+{
+	struct json_object *a;
+	size_t i, n;
+
+	if (!json_object_object_get_ex(o, "processes", &a) ||
+	    !json_object_is_type(a, json_type_array))
+		return;
+	n = json_object_array_length(a);
+	if (n > CUBE_PROC_MAX)
+		n = CUBE_PROC_MAX;
+	p->procs = n ? calloc(n, sizeof(*p->procs)) : NULL;
+	for (i = 0; p->procs && i < n; i++) {
+		if (proc_from_json(json_object_array_get_idx(a, i),
+				   &p->procs[p->nprocs]))
+			p->nprocs++;
+	}
+}
+
 void cube_be_paused_free(struct cube_be_paused *p)
 {
+	cube_proc_saved_free(p->procs, p->nprocs);
+	p->procs = NULL;
+	p->nprocs = 0;
 	e2b_kvs_free(&p->s.metadata);
 	e2b_kvs_free(&p->s.env);
 	e2b_net_free(&p->s.net);
@@ -608,13 +733,19 @@ void cube_be_paused_free(struct cube_be_paused *p)
 	explicit_bzero(p->s.traffic, sizeof(p->s.traffic));
 }
 
-int cube_be_paused_save(const struct sbx *s, const char *snapshot)
+int cube_be_paused_save(const struct sbx *s, const char *snapshot,
+			const struct cube_proc_saved *procs, size_t nprocs)
 {
-	struct json_object *o = sbx_json(s);
+	struct json_object *o = sbx_json(s), *a = procs_json(procs, nprocs);
 	char path[PATH_MAX];
 
-	if (!o)
+	if (!o || !a) {
+		json_object_put(o);
+		json_object_put(a);
 		return -ENOMEM;
+	}
+	json_object_object_add(o, "format", json_object_new_int(PAUSED_FORMAT));
+	json_object_object_add(o, "processes", a);
 	json_object_object_add(o, "template",
 			       json_object_new_string(s->template_name));
 	json_object_object_add(o, "vcpus", json_object_new_int(s->vcpus));
@@ -654,6 +785,8 @@ static int paused_load_file(const char *path, struct cube_be_paused *p)
 	if (p->s.eid[0] && p->s.token[0] && p->snapshot[0] &&
 	    cube_name_valid(p->s.template_name))
 		ret = 0;
+	if (!ret)
+		procs_from_json(o, p);
 	json_object_put(o);
 	if (ret)
 		cube_be_paused_free(p);

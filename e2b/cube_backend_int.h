@@ -22,6 +22,7 @@
 
 #include "cube_backend.h"
 #include "cube_runtime.h"
+#include "cube_proc.h"
 #include "e2b_backend.h"
 
 struct cube_nl;
@@ -125,12 +126,15 @@ int cube_be_meta_save(struct sbx *s);
 struct cube_be_paused {
 	struct sbx s;
 	char snapshot[PATH_MAX];
+	struct cube_proc_saved *procs;	/* commands to take over on resume */
+	size_t nprocs;
 };
 
 /* $CUBE_STATE_DIR/paused/<@eid><@suffix> into @buf */
 int cube_be_paused_path(char *buf, size_t len, const char *eid,
 			const char *suffix);
-int cube_be_paused_save(const struct sbx *s, const char *snapshot);
+int cube_be_paused_save(const struct sbx *s, const char *snapshot,
+			const struct cube_proc_saved *procs, size_t nprocs);
 /* -ENOENT: no such paused sandbox; -EINVAL: a damaged record */
 int cube_be_paused_load(const char *eid, struct cube_be_paused *p);
 void cube_be_paused_free(struct cube_be_paused *p);

@@ -202,7 +202,8 @@ int cube_be_set_timeout(void *be, const char *sid, unsigned int secs)
 		if (!ret) {
 			p.s.end_at = time(NULL) + secs;
 			p.s.timeout = secs;
-			ret = cube_be_paused_save(&p.s, p.snapshot);
+			ret = cube_be_paused_save(&p.s, p.snapshot, p.procs,
+						  p.nprocs);
 			cube_be_paused_free(&p);
 		}
 	}
@@ -304,6 +305,8 @@ static int pause_sandbox(struct cube_backend *b, const char *sid, bool at_end,
 {
 	char err[CUBE_ERR_MAX] = "", snap[PATH_MAX], dir[PATH_MAX];
 	static unsigned int seq;
+	struct cube_proc_saved *procs = NULL;
+	size_t nprocs = 0;
 	struct timespec now;
 	struct cube_be_paused p;
 	struct sbx *s;
@@ -333,6 +336,9 @@ static int pause_sandbox(struct cube_backend *b, const char *sid, bool at_end,
 	snprintf(dir, sizeof(dir), "-%lld-%u", (long long)now.tv_sec,
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	ret = cube_be_paused_path(snap, sizeof(snap), sid, dir);
+	/* what runs now is taken over again on resume */
+	if (!ret)
+		ret = cube_proc_save(b->procs, id, &procs, &nprocs);
 	if (!ret)
 		ret = cube_sandbox_checkpoint(id, snap, err);
 	if (ret && err[0])
@@ -357,7 +363,7 @@ static int pause_sandbox(struct cube_backend *b, const char *sid, bool at_end,
 		/* paused at its end, it is kept until killed or resumed */
 		if (at_end)
 			s->end_at = 0;
-		ret = cube_be_paused_save(s, snap);
+		ret = cube_be_paused_save(s, snap, procs, nprocs);
 		s->end_at = end;
 		if (ret) {
 			cube_remove_tree(snap);
@@ -375,6 +381,7 @@ static int pause_sandbox(struct cube_backend *b, const char *sid, bool at_end,
 		s->pausing = false;
 	}
 	pthread_mutex_unlock(&b->lock);
+	cube_proc_saved_free(procs, nprocs);
 	return ret;
 }
 
@@ -532,6 +539,9 @@ int cube_be_resume(void *be, const char *sid, char *msg)
 	}
 	unlink(claim);
 	pthread_mutex_unlock(&b->lock);
+	/* the commands that ran at the pause, when they still run */
+	if (!ret)
+		cube_proc_adopt(b->procs, id, p.procs, p.nprocs);
 	cube_be_paused_free(&p);
 	return ret;
 }

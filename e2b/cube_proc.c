@@ -24,6 +24,11 @@
 #define QUEUE_MAX		(4u << 20)
 #define SANDBOX_QUEUE_MAX	(32u << 20)
 #define PUMP_POLL_MS	50
+/*
+ * After a resume, how long an ATTACH may be refused because the restored
+ * agent has not yet seen the old connection break.
+ */
+#define ADOPT_WAIT_MS	30000
 
 /* what the commands of one sandbox have queued */
 struct proc_usage {
@@ -61,6 +66,7 @@ struct cube_proc {
 	bool close_stdin;
 	int sig;
 	bool pty;
+	bool keep;		/* started with KEEP: outlives a pause */
 	uint16_t rows, cols;	/* a resize to pass on, 0: none */
 };
 
@@ -356,6 +362,9 @@ static struct json_object *audit_command(const struct cube_proc *p)
 				       json_object_new_int(p->status.signal));
 	else
 		json_object_object_add(f, "ended", cube_audit_str(p->lost));
+	/* a kept one runs on in the guest, to be taken over after a resume */
+	if (!p->exited && p->keep)
+		json_object_object_add(f, "kept", json_object_new_boolean(true));
 	if (p->exited && p->status.timed_out)
 		json_object_object_add(f, "timed_out",
 				       json_object_new_boolean(true));
@@ -553,6 +562,7 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 		    struct e2b_proc **out, char *msg)
 {
 	struct cube_exec_spec spec = { 0 };
+	struct cube_agent_info info;
 	struct cube_proc *p;
 	char **argv = NULL, **envp = NULL;
 	size_t i;
@@ -618,6 +628,9 @@ int cube_proc_start(struct cube_proc_table *t, uint64_t sandbox,
 		goto err;
 	}
 	cube_agent_set_timeout(p->a, 10000);
+	/* an agent that can park commands keeps this one over a pause */
+	if (!cube_agent_ping(p->a, &info) && info.version >= 4)
+		spec.keep = p->keep = true;
 	ret = cube_agent_exec_start(p->a, &spec, &p->pid);
 	if (ret) {
 		snprintf(msg, E2B_MSG_MAX, "%s", cube_agent_error(p->a));
@@ -662,6 +675,170 @@ err:
 	free(argv);
 	free_strv(envp);
 	return ret;
+}
+
+int cube_proc_save(struct cube_proc_table *t, uint64_t sandbox,
+		   struct cube_proc_saved **out, size_t *n)
+{
+	struct cube_proc_saved *v;
+	struct cube_proc *p;
+	size_t cnt = 0;
+	int ret = 0;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&t->lock);
+	for (p = t->procs; p; p = p->next)
+		cnt += p->sandbox == sandbox && !p->ended && p->keep;
+	v = cnt ? calloc(cnt, sizeof(*v)) : NULL;
+	if (cnt && !v)
+		ret = -ENOMEM;
+	for (p = t->procs; !ret && p; p = p->next) {
+		struct cube_proc_saved *sp = &v[*n];
+
+		if (p->sandbox != sandbox || p->ended || !p->keep)
+			continue;
+		(*n)++;
+		sp->pid = p->pid;
+		sp->pty = p->pty;
+		ret = copy_config(&sp->cfg, &p->cfg);
+		e2b_kvs_free(&sp->cfg.envs);
+		if (!ret && p->tag && !(sp->tag = strdup(p->tag)))
+			ret = -ENOMEM;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (ret) {
+		cube_proc_saved_free(v, *n);
+		*n = 0;
+		return ret;
+	}
+	*out = v;
+	return 0;
+}
+
+void cube_proc_saved_free_one(struct cube_proc_saved *sp)
+{
+	size_t j;
+
+	free(sp->tag);
+	free(sp->cfg.cmd);
+	for (j = 0; j < sp->cfg.nargs; j++)
+		free(sp->cfg.args[j]);
+	free(sp->cfg.args);
+	e2b_kvs_free(&sp->cfg.envs);
+	free(sp->cfg.cwd);
+	memset(sp, 0, sizeof(*sp));
+}
+
+void cube_proc_saved_free(struct cube_proc_saved *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		cube_proc_saved_free_one(&v[i]);
+	free(v);
+}
+
+/* Takes command @sp over in @sandbox; @why says why not. */
+static int adopt_one(struct cube_proc_table *t, uint64_t sandbox,
+		     const struct cube_proc_saved *sp, char *why, size_t len)
+{
+	struct timespec now, end;
+	struct cube_proc *p;
+	int ret;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->t = t;
+	p->sandbox = sandbox;
+	p->pid = sp->pid;
+	p->pty = sp->pty;
+	p->keep = true;
+	/* its behaviour-log line counts from the take-over */
+	clock_gettime(CLOCK_MONOTONIC, &p->started);
+	pq_init(&p->q);
+	pthread_mutex_lock(&t->lock);
+	ret = usage_get_locked(p);
+	if (!ret && p->use->procs > CUBE_PROC_MAX) {
+		usage_put_locked(p);
+		snprintf(why, len, "the sandbox runs %u commands already",
+			 CUBE_PROC_MAX);
+		ret = -EAGAIN;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (ret) {
+		free(p);
+		return ret;
+	}
+	ret = copy_config(&p->cfg, &sp->cfg);
+	if (!ret && sp->tag && !(p->tag = strdup(sp->tag)))
+		ret = -ENOMEM;
+	if (ret) {
+		snprintf(why, len, "out of memory");
+		goto err;
+	}
+	ret = cube_sandbox_agent(sandbox, &p->a);
+	if (ret) {
+		snprintf(why, len, "cannot reach the sandbox's agent: %s",
+			 strerror(-ret));
+		goto err;
+	}
+	cube_agent_set_timeout(p->a, 10000);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ADOPT_WAIT_MS / 1000;
+	/* until the agent noticed the connection the snapshot had is gone */
+	while ((ret = cube_agent_exec_attach(p->a, sp->pid)) == -EBUSY) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000000L }, NULL);
+	}
+	if (ret) {
+		snprintf(why, len, "%s", cube_agent_error(p->a));
+		goto err;
+	}
+	cube_agent_set_timeout(p->a, -1);
+	pthread_mutex_lock(&t->lock);
+	p->next = t->procs;
+	t->procs = p;
+	ret = -pthread_create(&p->thread, NULL, pump, p);
+	if (ret) {
+		t->procs = p->next;
+		pthread_mutex_unlock(&t->lock);
+		snprintf(why, len, "cannot start its thread");
+		goto err;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+err:
+	if (p->a)
+		cube_agent_close(p->a);
+	pthread_mutex_lock(&t->lock);
+	usage_put_locked(p);
+	pthread_mutex_unlock(&t->lock);
+	proc_free(p);
+	return ret;
+}
+
+size_t cube_proc_adopt(struct cube_proc_table *t, uint64_t sandbox,
+		       const struct cube_proc_saved *v, size_t n)
+{
+	char why[CUBE_AGENT_MAX_MESSAGE + 64];
+	size_t i, done = 0;
+
+	for (i = 0; i < n; i++) {
+		why[0] = 0;
+		if (adopt_one(t, sandbox, &v[i], why, sizeof(why)))
+			fprintf(stderr,
+				"cubed: sandbox %llu: command %u (%s) is not taken over after the resume: %s\n",
+				(unsigned long long)sandbox, v[i].pid,
+				v[i].cfg.cmd, why);
+		else
+			done++;
+	}
+	return done;
 }
 
 static struct cube_proc *find_locked(struct cube_proc_table *t,

@@ -80,6 +80,34 @@ int cube_watch_start(struct cube_proc_table *t, uint64_t sandbox,
 int cube_watch_next(struct e2b_watch *w, struct e2b_fs_event *ev,
 		    int timeout_ms);
 void cube_watch_close(struct e2b_watch *w);
+/*
+ * Commands outliving a pause: they are started with the agent's KEEP, so
+ * the restored guest keeps them when their connections break.  Before the
+ * snapshot, cube_proc_save() notes what runs; after the resume,
+ * cube_proc_adopt() takes each over again (the agent's ATTACH) under the
+ * sandbox's new id.
+ */
+struct cube_proc_saved {
+	uint32_t pid;
+	char *tag;			/* NULL: none */
+	struct e2b_proc_config cfg;	/* its environment is not kept */
+	bool pty;
+};
+
+/* the KEEP commands of @sandbox still running, *@out (free it) */
+int cube_proc_save(struct cube_proc_table *t, uint64_t sandbox,
+		   struct cube_proc_saved **out, size_t *n);
+void cube_proc_saved_free(struct cube_proc_saved *v, size_t n);
+/* what one of them holds, not itself */
+void cube_proc_saved_free_one(struct cube_proc_saved *sp);
+/*
+ * Takes the @n commands of @v over in the resumed @sandbox; one that
+ * cannot be (it ended before the snapshot, ...) is left out, and logged.
+ * Return: how many were adopted.
+ */
+size_t cube_proc_adopt(struct cube_proc_table *t, uint64_t sandbox,
+		       const struct cube_proc_saved *v, size_t n);
+
 /* forget a sandbox's commands (it is gone): their readers see an end */
 void cube_proc_drop_sandbox(struct cube_proc_table *t, uint64_t sandbox);
 

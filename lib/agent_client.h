@@ -74,6 +74,11 @@ struct cube_exec_spec {
 	uint32_t timeout_ms;		/* 0: none; then SIGKILL */
 	bool pty;			/* one pseudo-terminal for stdin/out/err */
 	uint16_t rows, cols;		/* its size; 0: 24x80 */
+	/*
+	 * when the connection breaks, the agent parks the command instead of
+	 * killing it (cube_agent_exec_attach()); the agent must speak version 4
+	 */
+	bool keep;
 };
 
 struct cube_exec_status {
@@ -101,6 +106,13 @@ struct cube_exec_event {
 /* Starts a command; @pid (may be NULL) receives its pid in the guest. */
 int cube_agent_exec_start(struct cube_agent *a,
 			  const struct cube_exec_spec *spec, uint32_t *pid);
+/*
+ * Takes over the parked command @pid (started with spec.keep, its
+ * connection broken): its output since then, then its later events, come
+ * as after cube_agent_exec_start().  -ESRCH: no such parked command,
+ * -EBUSY: another connection serves it.  The agent must speak version 4.
+ */
+int cube_agent_exec_attach(struct cube_agent *a, uint32_t pid);
 /*
  * Waits up to @timeout_ms (-1: the connection's timeout) for the next
  * event of the running command, sending queued stdin meanwhile.

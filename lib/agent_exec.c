@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "agent_client_int.h"
@@ -87,6 +88,8 @@ int cube_agent_exec_start(struct cube_agent *a,
 		cube_wire_put_u32(&b, CUBE_ATTR_ROWS, spec->rows ? spec->rows : 24);
 		cube_wire_put_u32(&b, CUBE_ATTR_COLS, spec->cols ? spec->cols : 80);
 	}
+	if (spec->keep)
+		cube_wire_put_flag(&b, CUBE_ATTR_KEEP);
 	err = client_send(a, &b);
 	if (!err)
 		err = client_expect(a, id, CUBE_MSG_STARTED, &m);
@@ -94,6 +97,36 @@ int cube_agent_exec_start(struct cube_agent *a,
 		return err;
 	if (pid)
 		*pid = cube_wire_u32(m.first[CUBE_ATTR_PID]);
+	a->exec_active = true;
+	a->stdin_closed = false;
+	a->exec_id = id;
+	return 0;
+}
+
+int cube_agent_exec_attach(struct cube_agent *a, uint32_t pid)
+{
+	struct cube_wire_buf b = { 0 };
+	struct cube_wire_msg m;
+	uint32_t id, got;
+	int err = client_idle(a);
+
+	if (err)
+		return err;
+	if (!pid || pid > INT32_MAX)
+		return client_fail(a, -EINVAL, "pid %u out of range", pid);
+	id = client_new_id(a);
+	cube_wire_start(&b, CUBE_MSG_ATTACH, id);
+	cube_wire_put_u32(&b, CUBE_ATTR_PID, pid);
+	err = client_send(a, &b);
+	if (!err)
+		err = client_expect(a, id, CUBE_MSG_STARTED, &m);
+	if (err)
+		return err;
+	got = cube_wire_u32(m.first[CUBE_ATTR_PID]);
+	if (got != pid)
+		return client_broken(a, -EPROTO,
+				     "agent attached command %u, asked for %u",
+				     got, pid);
 	a->exec_active = true;
 	a->stdin_closed = false;
 	a->exec_id = id;

@@ -26,6 +26,7 @@ static const struct cube_wire_policy pol_exec = {
 	FLAG(CUBE_ATTR_PTY),
 	U32(CUBE_ATTR_ROWS),
 	U32(CUBE_ATTR_COLS),
+	FLAG(CUBE_ATTR_KEEP),
 	.required = REQ(CUBE_ATTR_ARGV),
 };
 
@@ -179,6 +180,8 @@ const struct cube_wire_policy *cube_wire_policy(uint16_t type)
 		return &pol_data;
 	case CUBE_MSG_SIGNAL:
 		return &pol_signal;
+	case CUBE_MSG_ATTACH:
+		return &pol_started;
 	case CUBE_MSG_RESIZE:
 		return &pol_resize;
 	case CUBE_MSG_FILE_WRITE:

@@ -22,7 +22,7 @@
 #define CUBE_AGENT_VSOCK_PORT		1024
 
 /* Bumped when a message or attribute is added. */
-#define CUBE_AGENT_PROTO_VERSION	3
+#define CUBE_AGENT_PROTO_VERSION	4
 
 /* Bounds, enforced by both sides on every message. */
 #define CUBE_AGENT_MAX_PAYLOAD		(128 * 1024)
@@ -39,6 +39,9 @@
 #define CUBE_AGENT_MAX_SEED		512
 #define CUBE_AGENT_MAX_TIMEOUT_MS	(7U * 24 * 3600 * 1000)
 #define CUBE_AGENT_MAX_WATCHES		16	/* WATCH connections at once */
+#define CUBE_AGENT_MAX_PARKED		64	/* KEEP commands without a connection */
+#define CUBE_AGENT_PARK_BUFFER		(1024 * 1024)	/* output kept while parked */
+#define CUBE_AGENT_PARK_TIMEOUT_MS	(10U * 60 * 1000)	/* then killed */
 
 /**
  * struct cube_agent_hdr - header of every message
@@ -73,11 +76,13 @@ struct cube_agent_attr {
 /* Message types.  Host to agent: 0x01-0x7f; agent to host: 0x80-0xff. */
 enum cube_agent_msg {
 	CUBE_MSG_PING		= 0x01,	/* -> PONG */
-	CUBE_MSG_EXEC		= 0x10,	/* ARGV+ ENV* CWD? USER? TIMEOUT? PTY? */
+	CUBE_MSG_EXEC		= 0x10,	/* ARGV+ ENV* CWD? USER? TIMEOUT? PTY? KEEP? */
 	CUBE_MSG_STDIN		= 0x11,	/* DATA: bytes for the command */
 	CUBE_MSG_STDIN_CLOSE	= 0x12,	/* close the command's stdin */
 	CUBE_MSG_SIGNAL		= 0x13,	/* SIGNAL: to the command's group */
 	CUBE_MSG_RESIZE		= 0x14,	/* ROWS COLS: the command's pty */
+	CUBE_MSG_ATTACH		= 0x15,	/* PID: take a parked command over -> STARTED,
+					 * then its events as after EXEC (version 4) */
 	CUBE_MSG_FILE_WRITE	= 0x20,	/* PATH MODE? APPEND? META? USER? -> OK, then DATA* END */
 	CUBE_MSG_FILE_READ	= 0x21,	/* PATH -> DATA* END | ERROR */
 	CUBE_MSG_LIST		= 0x22,	/* PATH -> DIRENT* END | ERROR */
@@ -143,7 +148,9 @@ enum cube_agent_attr_type {
 	CUBE_ATTR_COLS,		/* u32, 1..65535 */
 	CUBE_ATTR_EVENT,	/* u32, enum cube_agent_fs_event */
 	CUBE_ATTR_META,		/* string: a file's metadata, "key=value\n" lines */
-	CUBE_ATTR_MAX = CUBE_ATTR_META,
+	CUBE_ATTR_KEEP,		/* flag: park the command when the connection breaks
+				 * (version 4) */
+	CUBE_ATTR_MAX = CUBE_ATTR_KEEP,
 };
 
 enum cube_agent_fs_event {

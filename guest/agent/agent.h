@@ -19,6 +19,32 @@
 #define AGENT_INQ_LIMIT		(1024 * 1024)
 #define AGENT_MAX_SESSIONS	64
 
+/*
+ * What a session and the main agent process tell each other over the
+ * SOCK_SEQPACKET pair every session gets (main.c):
+ *   KEEP pid        session -> main: its command @pid is a KEEP one (0: none)
+ *   PARK pid        session -> main: the connection broke, @pid is parked;
+ *                   answered by REPLY (0, or -ENOSPC: too many parked)
+ *   ATTACH pid id   session -> main, with the connection's fd: hand it to
+ *                   the session that parked @pid; answered by REPLY (0,
+ *                   -ESRCH: no such command, -EBUSY: not parked)
+ *   ATTACH pid id   main -> parked session, with the fd: serve it, the
+ *                   ATTACH request was @id
+ */
+enum park_op {
+	PARK_KEEP = 1,
+	PARK_PARK,
+	PARK_ATTACH,
+	PARK_REPLY,
+};
+
+struct park_msg {
+	uint32_t op;
+	int32_t pid;
+	uint32_t id;
+	int32_t result;
+};
+
 struct agent_config {
 	const char *listen;	/* "unix:PATH" or "vsock:PORT" */
 	const char *root;	/* commands and paths live under this root */
@@ -27,6 +53,7 @@ struct agent_config {
 	bool pid1;		/* running as the guest's init */
 	bool allow_system;	/* hostname, clock and RNG may be changed */
 	bool ready;		/* the sandbox root is in place */
+	uint32_t park_timeout_ms;	/* a parked command's life unattached */
 };
 
 struct exec_state;
@@ -34,24 +61,29 @@ struct write_state;
 struct watch_state;
 
 struct session {
-	int fd;
+	int fd;			/* the connection, -1 while parked */
+	int ctl;		/* to the main process (struct park_msg) */
 	const struct agent_config *cfg;
 	uint8_t *in;		/* CUBE_AGENT_HDR_LEN + CUBE_AGENT_MAX_PAYLOAD */
 	size_t in_len;
 	size_t discard;		/* payload bytes of a refused message to skip */
 	bool in_eof;
-	uint8_t *out;		/* queued output */
+	uint8_t *out;		/* queued output: whole messages */
 	size_t out_len, out_cap;
+	size_t out_off;		/* bytes of the first one already written */
 	int out_err;		/* the connection broke while writing */
 	struct exec_state *exec;
 	struct write_state *wr;
 	struct watch_state *watch;	/* WATCH: the connection serves only it */
 	uint32_t tmp_seq;
 	uint32_t last_exec;	/* id of the last command, 0: none yet */
+	pid_t keep_pid;		/* the last command, when started with KEEP */
+	uint64_t park_deadline;	/* CLOCK_MONOTONIC ms: parked until then */
+	bool handed_off;	/* the connection went to a parked session */
 };
 
 /* session.c */
-int session_run(int fd, const struct agent_config *cfg);
+int session_run(int fd, int ctl, const struct agent_config *cfg);
 int session_send(struct session *s, struct cube_wire_buf *b);
 int session_send_error(struct session *s, uint32_t id, int err,
 		       const char *fmt, ...)
@@ -66,6 +98,12 @@ int exec_handle(struct session *s, const struct pollfd *pfd, int n);
 int exec_request(struct session *s, const struct cube_wire_msg *m);
 bool exec_blocks_input(const struct session *s);
 void exec_kill(struct session *s);
+void exec_attached(struct session *s, uint32_t id);
+uint64_t exec_now_ms(void);
+
+/* main.c: the control socket between a session and the main process */
+int park_send(int ctl, const struct park_msg *pm, int fd);
+int park_recv(int ctl, struct park_msg *pm, int *fd);
 
 /* files.c */
 int files_request(struct session *s, const struct cube_wire_msg *m);

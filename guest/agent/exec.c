@@ -55,7 +55,7 @@ static const char *const stage_names[] = {
 	"switching user", "executing",
 };
 
-static uint64_t now_ms(void)
+uint64_t exec_now_ms(void)
 {
 	struct timespec ts;
 
@@ -309,8 +309,16 @@ static int spawn(struct session *s, const struct cube_wire_msg *m,
 		sp->pfd[i] = -1;
 	}
 	if (timeout)
-		e->deadline = now_ms() + timeout;
+		e->deadline = exec_now_ms() + timeout;
 	s->exec = e;
+	if (m->first[CUBE_ATTR_KEEP] || s->keep_pid) {
+		struct park_msg pm = { .op = PARK_KEEP };
+
+		s->keep_pid = m->first[CUBE_ATTR_KEEP] ? pid : 0;
+		pm.pid = s->keep_pid;
+		if (s->ctl >= 0 && park_send(s->ctl, &pm, -1) < 0)
+			s->keep_pid = 0;	/* cannot be parked */
+	}
 	if (e->pidfd < 0) {
 		err = -errno;
 		exec_kill(s);
@@ -428,7 +436,7 @@ void exec_poll_fds(struct session *s, struct pollfd *pfd, int *n, int *timeout)
 	e->idx_pid = *n;
 	pfd[(*n)++] = (struct pollfd){ .fd = e->pidfd, .events = POLLIN };
 	if (e->deadline) {
-		now = now_ms();
+		now = exec_now_ms();
 		*timeout = e->deadline > now ? (int)(e->deadline - now) : 0;
 	}
 }
@@ -535,7 +543,7 @@ int exec_handle(struct session *s, const struct pollfd *pfd, int n)
 	}
 	if (e->idx_in >= 0 && pfd[e->idx_in].revents)
 		write_stdin(e);
-	if (e->deadline && now_ms() >= e->deadline) {
+	if (e->deadline && exec_now_ms() >= e->deadline) {
 		kill(-e->pid, SIGKILL);
 		e->timed_out = true;
 		e->deadline = 0;
@@ -632,6 +640,18 @@ int exec_request(struct session *s, const struct cube_wire_msg *m)
 bool exec_blocks_input(const struct session *s)
 {
 	return s->exec && s->exec->inq_len >= AGENT_INQ_LIMIT;
+}
+
+/**
+ * exec_attached() - the parked command is served by a new connection
+ * @s: session
+ * @id: the ATTACH request, whose id its events carry from now on
+ */
+void exec_attached(struct session *s, uint32_t id)
+{
+	if (s->exec)
+		s->exec->id = id;
+	s->last_exec = id;
 }
 
 /* Kills and reaps the running command, if any, without reporting it. */

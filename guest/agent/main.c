@@ -5,10 +5,14 @@
  *   cube-agent                     as PID 1 in the guest: set the guest up,
  *                                  then serve AF_VSOCK port 1024
  *   cube-agent --listen unix:PATH [--root DIR] [--state DIR] [--allow-system]
+ *              [--park-timeout MS]
  *   cube-agent --listen vsock:PORT ...
  *                                  natively, for tests
  *
- * Every connection is served by its own process (session.c).
+ * Every connection is served by its own process (session.c), which keeps a
+ * control socket to this one: through it a session whose connection broke
+ * parks its KEEP command, and a new connection asking for that command
+ * (ATTACH) is handed over to it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,8 +34,189 @@
 
 #include "agent.h"
 
-static pid_t sessions[AGENT_MAX_SESSIONS];
+/**
+ * struct slot - one session process
+ * @pid: the process
+ * @ctl: our end of its control socket, -1 once it closed it
+ * @keep: its KEEP command, 0: none
+ * @parked: @keep is parked, waiting for an ATTACH
+ */
+struct slot {
+	pid_t pid;
+	int ctl;
+	pid_t keep;
+	bool parked;
+};
+
+static struct slot sessions[AGENT_MAX_SESSIONS + CUBE_AGENT_MAX_PARKED];
 static int nsessions;
+
+static int count_parked(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < nsessions; i++)
+		n += sessions[i].parked;
+	return n;
+}
+
+/**
+ * park_send() - send a control message, with a file descriptor or not
+ * @ctl: control socket
+ * @pm: the message
+ * @fd: descriptor to pass along, -1: none
+ *
+ * Return: 0 or a negative errno.
+ */
+int park_send(int ctl, const struct park_msg *pm, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = (void *)pm, .iov_len = sizeof(*pm) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	if (fd >= 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	do {
+		n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == sizeof(*pm) ? 0 : -EPROTO;
+}
+
+/**
+ * park_recv() - receive a control message (blocking)
+ * @ctl: control socket
+ * @pm: the message
+ * @fd: receives a passed descriptor (-1: none); NULL: none is expected,
+ *	one that comes anyway is closed
+ *
+ * Return: 0, -ECONNRESET when the peer is gone, another negative errno.
+ */
+int park_recv(int ctl, struct park_msg *pm, int *fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = pm, .iov_len = sizeof(*pm) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c;
+	int got = -1;
+	ssize_t n;
+
+	if (fd)
+		*fd = -1;
+	do {
+		n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)) && got < 0)
+			memcpy(&got, CMSG_DATA(c), sizeof(int));
+	}
+	if (n != sizeof(*pm) || (mh.msg_flags & MSG_CTRUNC) || !fd) {
+		if (got >= 0)
+			close(got);
+		got = -1;
+	}
+	if (fd)
+		*fd = got;
+	if (!n)
+		return -ECONNRESET;
+	return n == sizeof(*pm) ? 0 : -EPROTO;
+}
+
+static void reply(struct slot *sl, int result)
+{
+	struct park_msg pm = { .op = PARK_REPLY, .result = result };
+
+	park_send(sl->ctl, &pm, -1);
+}
+
+/* ATTACH from session @sl for the command pm->pid, bringing @fd. */
+static void attach(struct slot *sl, const struct park_msg *pm, int fd)
+{
+	struct park_msg fw = { .op = PARK_ATTACH, .pid = pm->pid, .id = pm->id };
+	struct slot *to = NULL;
+	int i, err;
+
+	for (i = 0; i < nsessions; i++) {
+		struct slot *t = &sessions[i];
+
+		if (t == sl || !t->keep || t->keep != pm->pid || t->ctl < 0)
+			continue;
+		if (!to || t->parked)
+			to = t;
+	}
+	if (!to) {
+		reply(sl, -ESRCH);
+		return;
+	}
+	if (!to->parked) {
+		reply(sl, -EBUSY);
+		return;
+	}
+	err = park_send(to->ctl, &fw, fd);
+	if (!err)
+		to->parked = false;
+	reply(sl, err);
+}
+
+/* A message on the control socket of session @sl. */
+static void control(struct slot *sl)
+{
+	struct park_msg pm;
+	int fd, err;
+
+	err = park_recv(sl->ctl, &pm, &fd);
+	if (err == -EAGAIN)
+		return;
+	if (err) {
+		/* the session is ending: reap() forgets it */
+		close(sl->ctl);
+		sl->ctl = -1;
+		sl->parked = false;
+		return;
+	}
+	switch (pm.op) {
+	case PARK_KEEP:
+		sl->keep = pm.pid > 0 ? pm.pid : 0;
+		sl->parked = false;
+		break;
+	case PARK_PARK:
+		if (!sl->keep || pm.pid != sl->keep)
+			reply(sl, -EINVAL);
+		else if (count_parked() >= CUBE_AGENT_MAX_PARKED)
+			reply(sl, -ENOSPC);
+		else {
+			sl->parked = true;
+			reply(sl, 0);
+		}
+		break;
+	case PARK_ATTACH:
+		if (fd < 0)
+			reply(sl, -EINVAL);
+		else
+			attach(sl, &pm, fd);
+		break;
+	default:
+		reply(sl, -EINVAL);
+	}
+	if (fd >= 0)
+		close(fd);
+}
 
 static int listen_unix(const char *path)
 {
@@ -101,7 +286,9 @@ static void reap(void)
 
 	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
 		for (i = 0; i < nsessions; i++) {
-			if (sessions[i] == pid) {
+			if (sessions[i].pid == pid) {
+				if (sessions[i].ctl >= 0)
+					close(sessions[i].ctl);
 				sessions[i] = sessions[--nsessions];
 				break;
 			}
@@ -113,39 +300,56 @@ static void start_session(int lfd, int sfd, int cfd,
 			  const struct agent_config *cfg)
 {
 	sigset_t none;
+	int ctl[2], i;
 	pid_t pid;
 
-	if (nsessions >= AGENT_MAX_SESSIONS) {
+	if (nsessions - count_parked() >= AGENT_MAX_SESSIONS ||
+	    nsessions >= (int)(sizeof(sessions) / sizeof(sessions[0]))) {
 		close(cfd);
 		agent_log("refusing a connection: %d sessions open", nsessions);
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0) {
+		agent_log("socketpair: %s", strerror(errno));
+		close(cfd);
 		return;
 	}
 	pid = fork();
 	if (pid < 0) {
 		agent_log("fork: %s", strerror(errno));
 		close(cfd);
+		close(ctl[0]);
+		close(ctl[1]);
 		return;
 	}
 	if (pid) {
-		sessions[nsessions++] = pid;
+		fcntl(ctl[0], F_SETFL, O_NONBLOCK);
+		sessions[nsessions++] = (struct slot){ .pid = pid, .ctl = ctl[0] };
+		close(ctl[1]);
 		close(cfd);
 		return;
 	}
 	close(lfd);
 	close(sfd);
+	close(ctl[0]);
+	for (i = 0; i < nsessions; i++) {
+		if (sessions[i].ctl >= 0)
+			close(sessions[i].ctl);
+	}
 	if (!cfg->pid1)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	_exit(session_run(cfd, cfg) ? 1 : 0);
+	_exit(session_run(cfd, ctl[1], cfg) ? 1 : 0);
 }
 
 static int serve(const struct agent_config *cfg)
 {
 	struct signalfd_siginfo si;
-	struct pollfd pfd[2];
+	struct pollfd pfd[2 + sizeof(sessions) / sizeof(sessions[0])];
+	struct slot *sl;
 	sigset_t mask;
-	int lfd, sfd, cfd;
+	int lfd, sfd, cfd, i, n;
 
 	lfd = open_listener(cfg->listen);
 	if (lfd < 0) {
@@ -169,11 +373,21 @@ static int serve(const struct agent_config *cfg)
 	for (;;) {
 		pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-		if (poll(pfd, 2, -1) < 0) {
+		for (i = 0; i < nsessions; i++)
+			pfd[2 + i] = (struct pollfd){ .fd = sessions[i].ctl,
+						      .events = POLLIN };
+		n = 2 + nsessions;
+		if (poll(pfd, n, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			agent_log("poll: %s", strerror(errno));
 			break;
+		}
+		/* before reap() reorders the slots */
+		for (i = 0; i < n - 2 && i < nsessions; i++) {
+			sl = &sessions[i];
+			if (pfd[2 + i].revents && sl->ctl == pfd[2 + i].fd)
+				control(sl);
 		}
 		if (pfd[1].revents) {
 			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -199,7 +413,7 @@ out:
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [--listen unix:PATH|vsock:PORT] [--root DIR] [--state DIR] [--allow-system]\n",
+		"usage: %s [--listen unix:PATH|vsock:PORT] [--root DIR] [--state DIR] [--allow-system] [--park-timeout MS]\n",
 		prog);
 }
 
@@ -210,15 +424,21 @@ int main(int argc, char **argv)
 		{ "root", required_argument, NULL, 'r' },
 		{ "state", required_argument, NULL, 's' },
 		{ "allow-system", no_argument, NULL, 'a' },
+		{ "park-timeout", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char vsock_default[32];
-	struct agent_config cfg = { .root = "/", .rootfd = -1, .ready = true };
+	struct agent_config cfg = {
+		.root = "/", .rootfd = -1, .ready = true,
+		.park_timeout_ms = CUBE_AGENT_PARK_TIMEOUT_MS,
+	};
+	unsigned long v;
+	char *end;
 	int opt, err;
 
 	cfg.pid1 = getpid() == 1;
-	while ((opt = getopt_long(argc, argv, "l:r:s:ah", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "l:r:s:ap:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
 			cfg.listen = optarg;
@@ -231,6 +451,19 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			cfg.allow_system = true;
+			break;
+		case 'p':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || !optarg[0] || !v ||
+			    v > CUBE_AGENT_MAX_TIMEOUT_MS) {
+				fprintf(stderr, "%s: bad --park-timeout %s\n",
+					argv[0], optarg);
+				if (!cfg.pid1)
+					return 2;
+				break;
+			}
+			cfg.park_timeout_ms = v;
 			break;
 		case 'h':
 			usage(argv[0]);

@@ -68,11 +68,13 @@ static inline void rm_tree(const char *dir)
 }
 
 /*
- * Starts the agent on DIR/agent.sock; @root NULL: "/".  Fails the test
- * (ASSERT) when it does not come up in 5 s.
+ * Starts the agent on DIR/agent.sock; @root NULL: "/"; @park_timeout: its
+ * --park-timeout, NULL: the default.  Fails the test (ASSERT) when it does
+ * not come up in 5 s.
  */
-static inline void agent_spawn(struct agent_proc *p, const char *root,
-			       bool allow_system)
+static inline void agent_spawn_parking(struct agent_proc *p, const char *root,
+				       bool allow_system,
+				       const char *park_timeout)
 {
 	struct cube_agent *a;
 	long long deadline;
@@ -92,15 +94,29 @@ static inline void agent_spawn(struct agent_proc *p, const char *root,
 	p->pid = fork();
 	ASSERT_GE(p->pid, 0);
 	if (!p->pid) {
+		const char *argv[12];
 		char listen[160];
+		int n = 0;
 
 		snprintf(listen, sizeof(listen), "unix:%s", p->sock);
 		fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd >= 0)
 			dup2(fd, 2);
-		execl(agent_bin(), agent_bin(), "--listen", listen, "--root",
-		      root ? root : "/", "--state", p->state,
-		      allow_system ? "--allow-system" : NULL, (char *)NULL);
+		argv[n++] = agent_bin();
+		argv[n++] = "--listen";
+		argv[n++] = listen;
+		argv[n++] = "--root";
+		argv[n++] = root ? root : "/";
+		argv[n++] = "--state";
+		argv[n++] = p->state;
+		if (park_timeout) {
+			argv[n++] = "--park-timeout";
+			argv[n++] = park_timeout;
+		}
+		if (allow_system)
+			argv[n++] = "--allow-system";
+		argv[n] = NULL;
+		execv(agent_bin(), (char **)argv);
 		_exit(127);
 	}
 	deadline = ms_now() + 5000;
@@ -112,6 +128,12 @@ static inline void agent_spawn(struct agent_proc *p, const char *root,
 		sleep_ms(10);
 	}
 	cube_agent_close(a);
+}
+
+static inline void agent_spawn(struct agent_proc *p, const char *root,
+			       bool allow_system)
+{
+	agent_spawn_parking(p, root, allow_system, NULL);
 }
 
 static inline void agent_stop(struct agent_proc *p)

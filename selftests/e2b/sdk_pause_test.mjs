@@ -13,7 +13,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Sandbox, SandboxNotFoundError, SandboxError, TimeoutError,
+  Sandbox, SandboxNotFoundError, SandboxError, TimeoutError, CommandExitError,
 } from 'e2b';
 
 const template = process.env.CUBE_TEMPLATE || 'base';
@@ -199,15 +199,85 @@ test('onTimeout "pause": the timeout pauses it, state kept; connect resumes it',
   bgPid = bg.pid;
 });
 
-test('processes started before a pause are listed and reachable after it', {
-  todo: 'the guest agent ends a command when its connection breaks, and a ' +
-        'restored VM resets every connection: commands do not survive a pause yet',
-}, async () => {
+// poll (0.2 s apart, up to @ms) until @cond() holds; returns whether it did
+async function until(cond, ms = 60_000) {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end)
+      return false;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return true;
+}
+
+test('a command started before an automatic pause is listed, reachable and killed after the resume', async () => {
   const procs = await sbxAuto.commands.list();
-  assert.ok(procs.some((x) => x.pid === bgPid), `pid ${bgPid} listed`);
+  const p = procs.find((x) => x.pid === bgPid);
+  assert.ok(p, `pid ${bgPid} listed among ${JSON.stringify(procs)}`);
+  assert.ok(p.args.some((a) => a.includes('sleep 3000')),
+    `args ${JSON.stringify(p.args)}`);
   const h = await sbxAuto.commands.connect(bgPid);
   assert.equal(h.pid, bgPid);
-  await h.kill();
+  assert.equal(await h.kill(), true);
+  await assert.rejects(h.wait(), (e) => e instanceof CommandExitError);
+  assert.ok(await until(async () =>
+    !(await sbxAuto.commands.list()).some((x) => x.pid === bgPid)),
+  'gone from the list after kill');
+});
+
+test('a background command outlives pause() and connect(): listed, streams new output, killed', async (t) => {
+  const s = await Sandbox.create(template, { timeoutMs: 600_000 });
+  made.add(s.sandboxId);
+  const before = [];
+  const bg = await s.commands.run(
+    'i=0; while true; do echo "n$i"; i=$((i+1)); sleep 0.2; done',
+    { background: true, onStdout: (d) => before.push(d) });
+  assert.ok(await until(() => before.join('').includes('n2\n')),
+    `output before the pause: ${before.join('')}`);
+  assert.equal(await s.pause(), true);
+  const again = await Sandbox.connect(s.sandboxId, { timeoutMs: 600_000 });
+  const procs = await again.commands.list();
+  assert.ok(procs.some((x) => x.pid === bg.pid),
+    `pid ${bg.pid} listed among ${JSON.stringify(procs)}`);
+  // it counts on from where it was: lines it prints after the connect
+  const seen = [];
+  const h = await again.commands.connect(bg.pid, { onStdout: (d) => seen.push(d) });
+  assert.equal(h.pid, bg.pid);
+  const last = Number(before.join('').trim().split('\n').at(-1).slice(1));
+  assert.ok(await until(() => {
+    const nums = seen.join('').split('\n').filter((l) => /^n\d+$/.test(l))
+      .map((l) => Number(l.slice(1)));
+    return nums.length >= 3 && nums.every((n, i) => i === 0 || n === nums[i - 1] + 1);
+  }), `after the resume: ${seen.join('')}`);
+  const firstAfter = Number(seen.join('').split('\n').find((l) => /^n\d+$/.test(l)).slice(1));
+  t.diagnostic(`last line before the pause n${last}, first after the connect n${firstAfter}`);
+  assert.ok(firstAfter > last, `n${firstAfter} after n${last}`);
+  assert.equal(await h.kill(), true);
+  await assert.rejects(h.wait(), (e) => e instanceof CommandExitError);
+  assert.ok(await until(async () =>
+    !(await again.commands.list()).some((x) => x.pid === bg.pid)),
+  'gone from the list after kill');
+  await again.kill();
+  made.delete(s.sandboxId);
+});
+
+test('a command that ends after the resume reports its real exit code', async () => {
+  const s = await Sandbox.create(template, { timeoutMs: 600_000 });
+  made.add(s.sandboxId);
+  const bg = await s.commands.run(
+    'echo waiting; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo finishing; exit 3',
+    { background: true });
+  assert.equal(await s.pause(), true);
+  const again = await Sandbox.connect(s.sandboxId, { timeoutMs: 600_000 });
+  const out = [];
+  const h = await again.commands.connect(bg.pid, { onStdout: (d) => out.push(d) });
+  await again.files.write('/tmp/go', '');
+  const r = await h.wait().catch((e) => e);
+  assert.ok(r instanceof CommandExitError, `wait() gave ${r}`);
+  assert.equal(r.exitCode, 3);
+  assert.ok(out.join('').includes('finishing\n'), `output ${out.join('')}`);
+  await again.kill();
+  made.delete(s.sandboxId);
 });
 
 test('a paused sandbox with autoResume is resumed by the next envd request', async (t) => {
