@@ -39,6 +39,19 @@ snaps() {
 	$C --json stats | sed -n 's/.*"snapshots": *\([0-9]*\).*/\1/p'
 }
 
+# snaps_are N: the module holds N snapshots (a snapshot a clone still
+# maps goes with the clone, just after its sandbox)
+snaps_are() {
+	[ "$(snaps)" = "$1" ]
+}
+
+# the run and state directories, but the sandboxes' run directories and
+# the behaviour logs (they outlive their sandboxes)
+dirs() {
+	find "$CUBE_RUN_DIR" "$CUBE_STATE_DIR" |
+		grep -v "^$CUBE_RUN_DIR/sandboxes/\|^$CUBE_STATE_DIR/audit" | sort
+}
+
 gone() {
 	! $C inspect "$1" >/dev/null 2>&1 && [ ! -e "$CUBE_RUN_DIR/sandboxes/$1" ]
 }
@@ -68,7 +81,7 @@ check() {
 	fi
 }
 
-PLAN=46
+PLAN=47
 ktap_plan $PLAN
 
 main() {
@@ -83,8 +96,6 @@ main() {
 		--initrd ./initramfs.cpio.gz --rootfs /tmp/rollback-rootfs.ext4 \
 		--append cube.rootfstype=ext4 --run 'echo built > /root/marker'
 	[ "$got" = 0 ] || return
-	snaps0=$(snaps)
-	dir0=$(find "$CUBE_RUN_DIR" "$CUBE_STATE_DIR" | sort)
 
 	a=$($C create --template rb) && b=$($C create --template rb)
 	[ -n "$a" ] && [ -n "$b" ] || {
@@ -92,6 +103,9 @@ main() {
 		return
 	}
 	ok "two sandboxes of the template"
+	# with no checkpoint yet: the template's snapshot alone
+	snaps0=$(snaps)
+	dir0=$(dirs)
 
 	# --- A: what the checkpoint had comes back, what came after goes ---
 	x "$a" 'echo kept > /root/before' >/dev/null
@@ -161,21 +175,15 @@ main() {
 		$C ls 2>&1 | awk '{ print $1, $2, $3 }'
 		$C checkpoint ls "$a" 2>&1
 		echo "snapshots $(snaps)"
-		find "$CUBE_RUN_DIR" "$CUBE_STATE_DIR" | sort
+		find "$CUBE_RUN_DIR" "$CUBE_STATE_DIR" | grep -v "^$CUBE_STATE_DIR/audit" | sort
 		x "$a" 'cat /root/before; ls /root'
 	}
 	while read -r want args; do
 		[ -n "$want" ] || continue
 		args=$(echo "$args" | sed "s/@A@/$a/g")
 		state > $T/before 2>&1
-		case "$args" in
-		busy*)
-			# shellcheck disable=SC2086
-			flock "$lock" $C ${args#busy } >$T/out 2>$T/err ;;
-		*)
-			# shellcheck disable=SC2086
-			$C $args >$T/out 2>$T/err ;;
-		esac
+		# shellcheck disable=SC2086
+		$C $args >$T/out 2>$T/err
 		rc=$?
 		state > $T/after 2>&1
 		err=$(head -c 200 $T/err | tr '\n' ' ')
@@ -202,11 +210,37 @@ main() {
 2 rollback abc
 3 rollback @A@ nosuch
 3 rollback 999999
-7 busy rollback @A@ c1
 EOF
+
+	# A rollback while another of the same sandbox holds its lock: busy,
+	# at once.  The first is seen holding it in /proc/locks (by the lock
+	# file's inode); should it end before the second starts, try again.
+	busy=
+	for try in 1 2 3 4 5; do
+		ino=$(stat -c %i "$lock")
+		$C rollback "$a" c1 >/dev/null 2>&1 &
+		first=$!
+		for i in $(seq 20000); do
+			grep -q "FLOCK.*:$ino " /proc/locks && break
+		done
+		$C rollback "$a" c1 >$T/out 2>$T/err
+		rc=$?
+		wait $first
+		rc1=$?
+		if [ "$rc" = 7 ] && grep -q busy $T/err; then
+			busy="exit $rc: $(head -c 200 $T/err), the first exit $rc1"
+			break
+		fi
+	done
+	if [ -n "$busy" ] && [ "$rc1" = 0 ]; then
+		ok "a rollback during another is refused: $busy"
+	else
+		not_ok "a rollback during another is refused" "last: exit $rc, $(head -c 200 $T/err), the first exit $rc1"
+	fi
 
 	s1=$(snaps)
 	expect "checkpoint rm ID cp-2" 0 $C checkpoint rm "$a" cp-2
+	wait_until 30 snaps_are $((s1 - 1))
 	check "the module snapshot went with it" $((s1 - 1)) "$(snaps)"
 
 	# --- a rollback racing a kill ---
@@ -243,6 +277,7 @@ EOF
 	$C kill "$e" >/dev/null 2>&1
 	wait_until 60 gone "$e" && ok "after SIGKILL of its cube-vmm and kill, no run directory" ||
 		not_ok "after SIGKILL of its cube-vmm and kill, no run directory" "$(find "$CUBE_RUN_DIR/sandboxes/$e" 2>&1 | head -5)"
+	wait_until 30 snaps_are $((s1 - 1))
 	check "no module snapshot of theirs is left" $((s1 - 1)) "$(snaps)"
 
 	# --- 50 create/checkpoint/kill cycles ---
@@ -255,13 +290,17 @@ EOF
 		wait_until 60 gone "$s" || fails=$((fails + 1))
 	done
 	check "50 create/checkpoint/kill cycles" 0 "$fails"
+	wait_until 30 snaps_are $((s1 - 1))
 	check "the module snapshots after them are as before" $((s1 - 1)) "$(snaps)"
 
 	$C kill "$a" "$b" >/dev/null
 	wait_until 60 no_sandbox
+	wait_until 30 snaps_are "$snaps0"
 	check "at the end, the module's snapshots are the template's" "$snaps0" "$(snaps)"
 	check "at the end, the run and state directories are as before" "$dir0" \
-		"$(find "$CUBE_RUN_DIR" "$CUBE_STATE_DIR" | sort)"
+		"$(dirs)"
+	check "at the end, no sandbox run directory is left" "" \
+		"$(ls -A "$CUBE_RUN_DIR/sandboxes")"
 }
 
 main
