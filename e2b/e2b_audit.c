@@ -106,6 +106,15 @@ void e2b_audit_control(const struct e2b_route *rt,
 	case E2B_R_NETWORK:
 		event = "network_set";
 		break;
+	case E2B_R_CP_CREATE:
+		event = "checkpoint";
+		break;
+	case E2B_R_CP_DELETE:
+		event = "checkpoint_rm";
+		break;
+	case E2B_R_ROLLBACK:
+		event = "rollback";
+		break;
 	default:
 		return;		/* reads change nothing */
 	}
@@ -140,6 +149,20 @@ void e2b_audit_control(const struct e2b_route *rt,
 				(const char *const *)n.deny_out, n.n_deny));
 		}
 		e2b_net_free(&n);
+	} else if (rt->id == E2B_R_CP_DELETE) {
+		json_object_object_add(f, "checkpoint", cube_audit_str(rt->arg));
+	} else if (rt->id == E2B_R_CP_CREATE || rt->id == E2B_R_ROLLBACK) {
+		struct json_object *o = resp->body && resp->len ?
+					json_tokener_parse(resp->body) : NULL;
+		struct json_object *v;
+
+		/* the checkpoint's name, or the rollback's target */
+		if (o && (json_object_object_get_ex(o, "name", &v) ||
+			  json_object_object_get_ex(o, "target", &v)) &&
+		    json_object_is_type(v, json_type_string))
+			json_object_object_add(f, "checkpoint", cube_audit_str(
+				json_object_get_string(v)));
+		json_object_put(o);
 	} else if (rt->id == E2B_R_FORK) {
 		char id[E2B_ID_MAX + 1];
 

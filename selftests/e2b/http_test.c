@@ -158,6 +158,37 @@ static int t_nosys(void)
 	return -EOPNOTSUPP;
 }
 
+static int t_cp_create(void *be, const char *id, const char *name,
+		       struct e2b_checkpoint *out, char *msg)
+{
+	calls++;
+	if (strcmp(id, "7"))
+		return -ENOENT;
+	snprintf(out->name, sizeof(out->name), "%s", name[0] ? name : "cp-1");
+	out->ms = 3;
+	out->pages = 10;
+	return 0;
+}
+
+static int t_cp_remove(void *be, const char *id, const char *name, char *msg)
+{
+	calls++;
+	return strcmp(id, "7") ? -ENOENT : 0;
+}
+
+static int t_rollback(void *be, const char *id, const char *name,
+		      struct e2b_rollback *out, char *msg)
+{
+	calls++;
+	if (strcmp(id, "7"))
+		return -ENOENT;
+	snprintf(out->target, sizeof(out->target), "%s",
+		 name[0] ? name : "@restore");
+	out->us = 500;
+	out->pages = 10;
+	return 0;
+}
+
 static const struct e2b_backend_ops ops = {
 	.create = t_create,
 	.list = t_list,
@@ -165,6 +196,9 @@ static const struct e2b_backend_ops ops = {
 	.kill = t_kill,
 	.set_timeout = t_set_timeout,
 	.set_network = t_set_network,
+	.cp_create = t_cp_create,
+	.cp_remove = t_cp_remove,
+	.rollback = t_rollback,
 	.proc_start = t_proc_start,
 	.proc_next = t_proc_next,
 	.proc_close = t_proc_close,
@@ -749,6 +783,15 @@ TEST(control_plane_behaviour_log)
 	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/timeout", &keyed,
 			 "{\"timeout\":30}", 14, &r), 204);
 	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/checkpoints", &keyed,
+			 "{\"name\":\"before\"}", 17, &r), 201);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "POST", "/sandboxes/7/rollback", &keyed,
+			 "{\"checkpoint\":\"before\"}", 23, &r), 200);
+	e2b_response_free(&r);
+	ASSERT_EQ(do_req(E2B_PLANE_API, "DELETE", "/sandboxes/7/checkpoints/before",
+			 &keyed, NULL, 0, &r), 204);
+	e2b_response_free(&r);
 	ASSERT_EQ(do_req(E2B_PLANE_API, "DELETE", "/sandboxes/7", &keyed, NULL, 0, &r), 204);
 	e2b_response_free(&r);
 	/* reads are not logged */
@@ -764,6 +807,9 @@ TEST(control_plane_behaviour_log)
 	EXPECT_TRUE(strstr(log, "\"metadata\":[\"owner\"]") != NULL);
 	EXPECT_TRUE(strstr(log, "\"event\":\"timeout_set\"") != NULL);
 	EXPECT_TRUE(strstr(log, "\"timeout_s\":30") != NULL);
+	EXPECT_TRUE(strstr(log, "\"event\":\"checkpoint\",\"by\":\"api\",\"key\":\"key-1\",\"status\":201,\"checkpoint\":\"before\"") != NULL);
+	EXPECT_TRUE(strstr(log, "\"event\":\"rollback\",\"by\":\"api\",\"key\":\"key-1\",\"status\":200,\"checkpoint\":\"before\"") != NULL);
+	EXPECT_TRUE(strstr(log, "\"event\":\"checkpoint_rm\",\"by\":\"api\",\"key\":\"key-1\",\"status\":204,\"checkpoint\":\"before\"") != NULL);
 	EXPECT_TRUE(strstr(log, "\"event\":\"killed\"") != NULL);
 	EXPECT_TRUE(strstr(log, "listed") == NULL);
 	/* never a value, a key or a token */
