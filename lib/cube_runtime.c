@@ -933,13 +933,28 @@ static int rollback_setup_guest(uint64_t id, char *err)
 	int ret = -ETIMEDOUT;
 
 	while (mono_us() < end) {
-		if (!cube_sandbox_agent(id, &a)) {
+		ret = cube_sandbox_agent(id, &a);
+		if (!ret) {
 			cube_agent_set_timeout(a, 5000);
 			if (!cube_agent_ping(a, &info) && info.ready)
 				break;
 			cube_agent_close(a);
 			a = NULL;
+		} else if (ret == -ENOENT || ret == -ECONNREFUSED) {
+			/* the guest may not listen yet; the VMM must answer */
+			char ctl[PATH_MAX], reply[256];
+			int r = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
+
+			if (!r)
+				r = cube_control(ctl, "status\n", reply,
+						 sizeof(reply));
+			if (r == -ENOENT || r == -ECONNREFUSED) {
+				set_err(err, "sandbox %llu ended during the rollback",
+					(unsigned long long)id);
+				return -ENOENT;
+			}
 		}
+		ret = -ETIMEDOUT;
 		usleep(10 * 1000);
 	}
 	if (!a) {
