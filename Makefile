@@ -168,6 +168,7 @@ benchmarks: all
 	{ bench/clone_bench; \
 	  CUBE_KERNEL=$${CUBE_KERNEL:-/boot/vmlinuz-$(KVER)} bench/sandbox_bench.sh $(TOP)/build/bench-native/demo; \
 	  bench/vmm_bench -k $${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)}; \
+	  bench/rollback_bench -k $${CUBE_L2_KERNEL:-/boot/vmlinuz-$(KVER)}; \
 	  for f in latency_sdk:pool=0 latency_sdk:pool=1 net_setup net_create net_data; do \
 		echo "bench: missing=$$f reason=\"in the test machine only (bench/sdk_bench.sh; make vmtest T=bench:net_bench.sh)\""; \
 	  done; } 2>&1 | tee $(TOP)/build/bench-native/run.log

@@ -66,7 +66,8 @@ for want in clone restore_cube_first boot_cube_vmm boot_qemu_microvm \
 	latency_cubectl:pool=0 latency_cubectl:pool=1 idle_cost idle_exits \
 	memory_idle memory_slope guest_timer idle_guest idle_host_exits \
 	density density_no_cube density_ratio latency_sdk:pool=0 \
-	latency_sdk:pool=1 net_setup net_create net_data; do
+	latency_sdk:pool=1 net_setup net_create net_data rollback:dirty_mib=1 \
+	rollback:dirty_mib=10 rollback:dirty_mib=100; do
 	name=${want%%:*} key=
 	[ "$name" = "$want" ] || key=${want#*:}
 	awk -v n="$name" -v k="$key" '$1 == n && (k == "" || index($0, " " k " ")) { f = 1 }
