@@ -20,6 +20,7 @@
 
 #include <json-c/json.h>
 
+#include "cube_audit.h"
 #include "cube_backend_int.h"
 #include "cube_proc.h"
 #include "cube_runtime.h"
@@ -1068,6 +1069,25 @@ int cube_backend_sync(struct cube_backend *b)
 }
 
 /*
+ * The behaviour log's line of a sandbox that reached its end time: @event
+ * "expired" (killed, or, @paused, its paused record removed) or "paused"
+ * (its lifecycle pauses it at the end).
+ */
+static void audit_end(const char *eid, const char *event, time_t end_at,
+		      bool paused)
+{
+	struct json_object *f = json_object_new_object();
+
+	if (f) {
+		json_object_object_add(f, "end_at", json_object_new_int64(end_at));
+		if (paused)
+			json_object_object_add(f, "was_paused",
+					       json_object_new_boolean(true));
+	}
+	cube_audit(eid, event, "cubed", f);
+}
+
+/*
  * Paused sandboxes past their end are removed like running ones, unless
  * their timeout pauses them (lifecycle.onTimeout "pause"): those are kept
  * paused until killed or resumed.
@@ -1086,8 +1106,10 @@ static int expire_paused(time_t now)
 		if (!v[i].auto_pause && v[i].end_at <= now &&
 		    !cube_be_paused_load(v[i].id, &p)) {
 			if (p.s.end_at && p.s.end_at <= now &&
-			    !cube_be_paused_remove(p.s.eid, p.snapshot))
+			    !cube_be_paused_remove(p.s.eid, p.snapshot)) {
+				audit_end(p.s.eid, "expired", p.s.end_at, true);
 				gone++;
+			}
 			cube_be_paused_free(&p);
 		}
 		e2b_sandbox_free(&v[i]);
@@ -1111,13 +1133,16 @@ int cube_backend_expire(struct cube_backend *b, time_t now)
 			continue;
 		if (s->auto_pause) {
 			/* lifecycle.onTimeout "pause": snapshotted, not killed */
-			if (!cube_be_auto_pause_locked(b, s))
+			if (!cube_be_auto_pause_locked(b, s)) {
+				audit_end(s->eid, "paused", s->end_at, false);
 				n++;
+			}
 			continue;
 		}
 		ret = cube_nl_sandbox_kill(b->nl, s->id, 0);
 		if (ret && ret != -ENOENT)
 			continue;	/* tried again on the next tick */
+		audit_end(s->eid, "expired", s->end_at, false);
 		cube_proc_drop_sandbox(b->procs, s->id);
 		cube_be_unlink_locked(b, s->id);
 		n++;

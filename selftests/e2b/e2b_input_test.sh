@@ -434,6 +434,16 @@ behaviour_log() {
 		not_ok "the behaviour log: create by the key's name, the command, the file both ways" \
 			"$(head -c 1200 "$log" 2>&1)" ;;
 	esac
+	# a sandbox past its end: cubed kills it and says so
+	req $API POST /v2/sandboxes '{"templateID":"base","timeout":2}' >/dev/null
+	S2=$(sed -n 's/.*"sandboxID": *"\([0-9]*\)".*/\1/p' $W/body)
+	if [ -n "$S2" ] && wait_for 60 grep -q '"event":"expired","by":"cubed"' \
+		"$CUBE_STATE_DIR/audit/$S2.jsonl"; then
+		ok "the behaviour log: a sandbox expired by cubed at its end"
+	else
+		not_ok "the behaviour log: a sandbox expired by cubed at its end" \
+			"sandbox '$S2': $(cat "$CUBE_STATE_DIR/audit/$S2.jsonl" 2>&1 | head -c 400)"
+	fi
 	if grep -rqe "$PLANTED" -e "$KEY" -e "$TOK" "$CUBE_STATE_DIR/audit"; then
 		not_ok "no planted secret, key or token in the behaviour log" \
 			"$(grep -rhoe "$PLANTED.\{0,20\}" -e "$KEY" -e "$TOK" "$CUBE_STATE_DIR/audit" | head -n 3)"
@@ -543,7 +553,7 @@ damaged_state() {
 		not_ok "no sandbox and no VMM process is left" "$($C ls); $(vmm_procs) VMM processes"
 }
 
-PLAN=$((32 + $(echo "$API_CASES" | grep -c '^[0-9]')))
+PLAN=$((33 + $(echo "$API_CASES" | grep -c '^[0-9]')))
 echo "KTAP version 1"
 echo "1..$PLAN"
 rm -rf $W
