@@ -22,8 +22,9 @@ static const char *tristate(enum e2b_tristate t)
 	return t == E2B_TRUE ? "allowed" : t == E2B_FALSE ? "denied" : "default";
 }
 
-/* the id of the sandbox an answer describes ("sandboxID") */
-static bool answer_id(const struct e2b_response *resp, char *id, size_t len)
+/* the string field @key of a JSON answer, into @buf */
+static bool answer_str(const struct e2b_response *resp, const char *key,
+		       char *buf, size_t len)
 {
 	struct json_object *o, *v;
 	bool ok = false;
@@ -31,9 +32,9 @@ static bool answer_id(const struct e2b_response *resp, char *id, size_t len)
 	if (!resp->body || !resp->len)
 		return false;
 	o = json_tokener_parse(resp->body);
-	if (o && json_object_object_get_ex(o, "sandboxID", &v) &&
+	if (o && json_object_object_get_ex(o, key, &v) &&
 	    json_object_is_type(v, json_type_string)) {
-		snprintf(id, len, "%s", json_object_get_string(v));
+		snprintf(buf, len, "%s", json_object_get_string(v));
 		ok = true;
 	}
 	json_object_put(o);
@@ -46,7 +47,7 @@ static void created(const struct e2b_request *req,
 	struct e2b_new_sandbox ns;
 	char err[E2B_MSG_MAX], id[E2B_ID_MAX + 1];
 
-	if (!answer_id(resp, id, sizeof(id))) {
+	if (!answer_str(resp, "sandboxID", id, sizeof(id))) {
 		json_object_put(f);
 		return;
 	}
@@ -152,21 +153,16 @@ void e2b_audit_control(const struct e2b_route *rt,
 	} else if (rt->id == E2B_R_CP_DELETE) {
 		json_object_object_add(f, "checkpoint", cube_audit_str(rt->arg));
 	} else if (rt->id == E2B_R_CP_CREATE || rt->id == E2B_R_ROLLBACK) {
-		struct json_object *o = resp->body && resp->len ?
-					json_tokener_parse(resp->body) : NULL;
-		struct json_object *v;
+		char name[E2B_CP_NAME_MAX + 1];
 
 		/* the checkpoint's name, or the rollback's target */
-		if (o && (json_object_object_get_ex(o, "name", &v) ||
-			  json_object_object_get_ex(o, "target", &v)) &&
-		    json_object_is_type(v, json_type_string))
-			json_object_object_add(f, "checkpoint", cube_audit_str(
-				json_object_get_string(v)));
-		json_object_put(o);
+		if (answer_str(resp, rt->id == E2B_R_CP_CREATE ? "name" : "target",
+			       name, sizeof(name)))
+			json_object_object_add(f, "checkpoint", cube_audit_str(name));
 	} else if (rt->id == E2B_R_FORK) {
 		char id[E2B_ID_MAX + 1];
 
-		if (answer_id(resp, id, sizeof(id)))
+		if (answer_str(resp, "sandboxID", id, sizeof(id)))
 			json_object_object_add(f, "child", cube_audit_str(id));
 	}
 	cube_audit(rt->sandbox, event, "api", f);

@@ -146,21 +146,33 @@ static void timestamp(char *buf, size_t len)
 	snprintf(buf + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000);
 }
 
+/* an event's own fields: when, which sandbox, what */
+static struct json_object *event_object(const char *ts, const char *sandbox,
+					const char *event)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "ts", json_object_new_string(ts));
+	json_object_object_add(o, "sandbox", json_object_new_string(sandbox));
+	json_object_object_add(o, "event", json_object_new_string(event));
+	return o;
+}
+
 /* The line of an event, newline included; NULL when out of memory. */
 static char *make_line(const char *sandbox, const char *event, const char *by,
 		       struct json_object *fields, size_t *len)
 {
-	struct json_object *o = json_object_new_object();
+	struct json_object *o;
 	const char *s;
 	char ts[40];
 	char *line = NULL;
 
+	timestamp(ts, sizeof(ts));
+	o = event_object(ts, sandbox, event);
 	if (!o)
 		return NULL;
-	timestamp(ts, sizeof(ts));
-	json_object_object_add(o, "ts", json_object_new_string(ts));
-	json_object_object_add(o, "sandbox", json_object_new_string(sandbox));
-	json_object_object_add(o, "event", json_object_new_string(event));
 	if (by)
 		json_object_object_add(o, "by", cube_audit_str(by));
 	if (fields && json_object_is_type(fields, json_type_object)) {
@@ -176,13 +188,9 @@ static char *make_line(const char *sandbox, const char *event, const char *by,
 	if (s && strlen(s) + 1 > CUBE_AUDIT_LINE_MAX) {
 		/* too long: the event without its fields, marked */
 		json_object_put(o);
-		o = json_object_new_object();
+		o = event_object(ts, sandbox, event);
 		if (!o)
 			return NULL;
-		json_object_object_add(o, "ts", json_object_new_string(ts));
-		json_object_object_add(o, "sandbox",
-				       json_object_new_string(sandbox));
-		json_object_object_add(o, "event", json_object_new_string(event));
 		json_object_object_add(o, "truncated",
 				       json_object_new_boolean(1));
 		s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
