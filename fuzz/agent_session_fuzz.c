@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	populate();
 	fd = peer_start(&p, data, size);
-	session_run(fd, &cfg);		/* closes fd */
+	session_run(fd, -1, &cfg);	/* closes fd; no main process to park with */
 	peer_stop(&p);
 	check_sentinel();
 	empty_root();
