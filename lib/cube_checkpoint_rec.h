@@ -34,8 +34,10 @@
 #define CUBE_CKPT_REC_TMP	"cube-snapshot-id.tmp"
 #define CUBE_CKPT_NAME_MAX	64
 /* Every file a checkpoint directory may hold (the rest is not ours). */
+#define CUBE_CKPT_DISK_FILE	"disk.img"	/* a VM with a writable disk */
 #define CUBE_CKPT_FILES		{ CUBE_CKPT_STATE_FILE, CUBE_CKPT_REC_FILE, \
-				  CUBE_CKPT_REC_TMP, CUBE_CKPT_STATE_FILE ".tmp" }
+				  CUBE_CKPT_REC_TMP, CUBE_CKPT_STATE_FILE ".tmp", \
+				  CUBE_CKPT_DISK_FILE }
 
 struct cube_ckpt_rec {
 	uint64_t id;

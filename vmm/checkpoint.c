@@ -15,7 +15,10 @@
 #include <linux/cube.h>
 
 #include "checkpoint.h"
+#include "cube_disk.h"
+#include "devices.h"
 #include "util.h"
+#include "virtio_mmio.h"
 #include "vm.h"
 #include "vsock.h"
 
@@ -120,11 +123,12 @@ static int write_file(int dfd, const char *name, const char *tmp,
 }
 
 /*
- * The paused part: the state and the module snapshot of the clone, with
- * every device locked so no device thread writes guest memory in between.
+ * The paused part: the state, the module snapshot of the clone and the
+ * disk's copy into directory dfd, with every device locked so no device
+ * thread writes guest memory or the disk in between.
  */
-static int take(struct ckpt_set *s, struct snap_buf *b, uint64_t *id,
-		char *err, size_t errlen)
+static int take(struct ckpt_set *s, int dfd, struct snap_buf *b,
+		uint64_t *id, char *err, size_t errlen)
 {
 	struct cube_snapshot_create sc = {
 		.source = CUBE_SNAPSHOT_SRC_CLONE,
@@ -142,6 +146,11 @@ static int take(struct ckpt_set *s, struct snap_buf *b, uint64_t *id,
 			   errno == EMLINK ? "too many snapshots of snapshots (roll back to the restore snapshot first)" :
 			   strerror(errno));
 		snap_buf_free(b);
+	}
+	if (!ret) {
+		ret = snapshot_save_disk(s->vm, dfd, err, errlen);
+		if (ret)
+			snap_buf_free(b);
 	}
 	snapshot_lock_devs(s->vm, false);
 	if (!was_paused)
@@ -204,8 +213,15 @@ void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
 		free(c);
 		return;
 	}
+	dfd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+		     O_NOFOLLOW);
+	if (dfd < 0) {
+		ret = serr(err, sizeof(err), -errno, "%s: %s", name,
+			   strerror(errno));
+		goto fail;
+	}
 	t0 = now_us();
-	ret = take(s, &b, &id, err, sizeof(err));
+	ret = take(s, dfd, &b, &id, err, sizeof(err));
 	if (ret)
 		goto fail;
 	n = (now_us() - t0 + 500) / 1000;
@@ -218,13 +234,6 @@ void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
 	c->rec.id = id;
 	c->rec.parent_id = info.parent_id;
 	c->rec.size = info.size;
-	dfd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-		     O_NOFOLLOW);
-	if (dfd < 0) {
-		ret = serr(err, sizeof(err), -errno, "%s: %s", name,
-			   strerror(errno));
-		goto fail;
-	}
 	/* The record first: from now on a killed VMM's snapshot is found. */
 	ret = cube_ckpt_rec_format(&c->rec, rec, sizeof(rec));
 	if (ret >= 0)
@@ -336,6 +345,68 @@ static int swap_memory(struct ckpt_set *s, int new_fd)
 	return 0;
 }
 
+/*
+ * The disk of a rollback's target, opened before anything is touched:
+ * DIR/NAME/disk.img of a checkpoint, the restore snapshot's disk.img
+ * opened at start-up for "@restore".  -1 for a VM without a disk; -2 with
+ * err set when the target's disk cannot be had.
+ */
+static int target_disk(struct ckpt_set *s, const char *name,
+		       const struct snap_restore *st, char *err, size_t errlen)
+{
+	struct stat sb;
+	int dfd, fd;
+
+	if (!s->vm->devs[VM_DEV_DISK])
+		return -1;
+	if (!name) {
+		if (s->base_disk_fd < 0) {
+			serr(err, errlen, 0, "the restore snapshot's %s was not there at start",
+			     CUBE_DISK_FILE);
+			return -2;
+		}
+		return s->base_disk_fd;
+	}
+	dfd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+		     O_NOFOLLOW);
+	if (dfd < 0) {
+		serr(err, errlen, 0, "%s: %s", name, strerror(errno));
+		return -2;
+	}
+	fd = openat(dfd, CUBE_DISK_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	close(dfd);
+	if (fd < 0) {
+		serr(err, errlen, 0, "%s: %s", CUBE_DISK_FILE, strerror(errno));
+		return -2;
+	}
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) ||
+	    (uint64_t)sb.st_size != st->disk.size) {
+		close(fd);
+		serr(err, errlen, 0, "%s is not the checkpoint's disk",
+		     CUBE_DISK_FILE);
+		return -2;
+	}
+	return fd;
+}
+
+/*
+ * The live disk becomes exactly the target's: emptied, the copy put in,
+ * then grown back to its own size (zeroes past the target's).  Devices
+ * locked, vCPUs paused.  0 or -errno (the disk is then undefined).
+ */
+static int put_disk(struct ckpt_set *s, int src_fd, uint64_t size)
+{
+	struct virtio_mmio *t = s->vm->devs[VM_DEV_DISK];
+	int fd = virtio_blk_fd(t), ret;
+
+	if (ftruncate(fd, 0))
+		return -errno;
+	ret = cube_disk_copy(src_fd, fd, size);
+	if (!ret && ftruncate(fd, virtio_blk_size(t)))
+		ret = -errno;
+	return ret;
+}
+
 void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 		   size_t len)
 {
@@ -345,7 +416,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	bool was_paused;
 	uint64_t id, t0;
 	char err[256];
-	int new_fd = -1, ret;
+	int new_fd = -1, disk_fd, ret;
 
 	if (name && !cube_ckpt_name_ok(name)) {
 		snprintf(reply, len, "ERR bad checkpoint name");
@@ -375,10 +446,15 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 		snprintf(reply, len, "ERR rollback %s: %s", target, err);
 		return;
 	}
+	disk_fd = target_disk(s, name, st, err, sizeof(err));
+	if (disk_fd == -2) {
+		snprintf(reply, len, "ERR rollback %s: %s", target, err);
+		return;
+	}
 	if (ioctl(*s->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc)) {
 		snprintf(reply, len, "ERR rollback %s: CUBE_IOC_CLONE_COUNTERS: %s",
 			 target, strerror(errno));
-		return;
+		goto out;
 	}
 	if (cc.snapshot_id != id) {
 		struct cube_clone_create cr = { .snapshot_id = id };
@@ -387,7 +463,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 		if (new_fd < 0) {
 			snprintf(reply, len, "ERR rollback %s: CUBE_IOC_CLONE_CREATE: %s",
 				 target, strerror(errno));
-			return;
+			goto out;
 		}
 	}
 	t0 = now_us();
@@ -404,19 +480,32 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 			close(new_fd);
 		snprintf(reply, len, "ERR rollback %s: guest memory: %s",
 			 target, strerror(-ret));
-		return;
+		goto out;
 	}
-	if (s->vm->devs[VM_DEV_VSOCK])
-		vsock_drop_all(s->vm->devs[VM_DEV_VSOCK]);
-	ret = snapshot_reload(s->vm, st, err, sizeof(err));
+	/* The disk of the same instant as the memory. */
+	if (disk_fd >= 0) {
+		ret = put_disk(s, disk_fd, st->disk.size);
+		if (ret)
+			serr(err, sizeof(err), ret, "the disk: %s",
+			     strerror(-ret));
+	}
+	if (!ret) {
+		if (s->vm->devs[VM_DEV_VSOCK])
+			vsock_drop_all(s->vm->devs[VM_DEV_VSOCK]);
+		ret = snapshot_reload(s->vm, st, err, sizeof(err));
+	}
+	/* The guest of the target knew a smaller disk: it reads it again. */
+	if (!ret && disk_fd >= 0 &&
+	    st->disk.size < virtio_blk_size(s->vm->devs[VM_DEV_DISK]))
+		virtio_mmio_config_changed(s->vm->devs[VM_DEV_DISK]);
 	snapshot_lock_devs(s->vm, false);
 	if (ret) {
-		/* Checked before: KVM refused a state it took once. */
+		/* Checked before: the disk's copy failed, or KVM refused a state it took once. */
 		vm_request_exit(s->vm, VM_EXIT_ERROR, "rollback %s: %s",
 				target, err);
 		snprintf(reply, len, "ERR rollback %s: %s (the VM stops)",
 			 target, err);
-		return;
+		goto out;
 	}
 	if (!was_paused)
 		vm_resume(s->vm);
@@ -424,6 +513,9 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	snprintf(reply, len, "OK rollback %s %llu us pages=%llu", target,
 		 (unsigned long long)(now_us() - t0),
 		 (unsigned long long)cc.private_pages);
+out:
+	if (disk_fd >= 0 && disk_fd != s->base_disk_fd)
+		close(disk_fd);
 }
 
 void ckpt_fini(struct ckpt_set *s)
@@ -434,5 +526,7 @@ void ckpt_fini(struct ckpt_set *s)
 		close(s->dir_fd);
 	if (s->dev_fd >= 0)
 		close(s->dev_fd);
-	s->dir_fd = s->dev_fd = -1;
+	if (s->base_disk_fd >= 0)
+		close(s->base_disk_fd);
+	s->dir_fd = s->dev_fd = s->base_disk_fd = -1;
 }

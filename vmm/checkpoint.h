@@ -5,9 +5,11 @@
  *
  * A checkpoint is a module snapshot of the live clone (its private pages
  * copied, the rest shared) plus the vCPU and device state, kept in memory
- * and written to --checkpoint-dir/NAME/ (lib/cube_checkpoint_rec.h).  A
+ * and written to --checkpoint-dir/NAME/ (lib/cube_checkpoint_rec.h), with
+ * a copy of the writable disk (disk.img) when the VM has one.  A
  * rollback to the snapshot the VM was restored from resets the clone; to a
- * checkpoint, maps a new clone of its snapshot over the guest memory.
+ * checkpoint, maps a new clone of its snapshot over the guest memory; the
+ * disk is put back from the target's disk.img.
  * Everything that can fail is done before guest memory is touched.
  */
 #ifndef CUBE_VMM_CHECKPOINT_H
@@ -38,6 +40,7 @@ struct ckpt_set {
 	bool *paused;			/* paused by a control request */
 	struct snap_restore *base;	/* the restore's state (NULL: boot) */
 	uint64_t base_id;		/* its module snapshot */
+	int base_disk_fd;		/* its disk.img (-1: none, no disk) */
 	int dir_fd;			/* --checkpoint-dir, -1: none */
 	int dev_fd;			/* /dev/cube, -1: none */
 	unsigned int nr;
@@ -49,6 +52,8 @@ struct ckpt_set {
 /*
  * Before the jail: opens dir (may be NULL) and, for memory on a clone,
  * /dev/cube; notes the clone's snapshot.  0 or -errno with err set.
+ * base_disk_fd is the caller's to set, before or after; ckpt_fini()
+ * closes it.
  */
 int ckpt_init(struct ckpt_set *s, const char *dir, char *err, size_t errlen);
 /* The control requests; each writes its one-line reply. */

@@ -8,11 +8,20 @@
 struct virtio_mmio;
 struct vm;
 
-/* virtio-blk, read-only, over an image file (virtio_blk.c). */
+/*
+ * virtio-blk (virtio_blk.c): read-only over an image file (the rootfs,
+ * GET_ID "cube-rootfs"), or writable over an open file (the sandbox's
+ * disk, GET_ID "cube-disk": writes, flush, discard, write zeroes).
+ */
 struct virtio_mmio *virtio_blk_create(struct vm *vm, uint64_t base,
 				      uint32_t irq, const char *path,
 				      const char **err);
+int virtio_blk_disk_check(int fd, uint64_t *size, const char **err);
+struct virtio_mmio *virtio_blk_create_disk(struct vm *vm, uint64_t base,
+					   uint32_t irq, int fd, uint64_t size);
+/* Capacity in bytes; the file it serves (still the device's). */
 uint64_t virtio_blk_size(struct virtio_mmio *t);
+int virtio_blk_fd(struct virtio_mmio *t);
 void virtio_blk_destroy(struct virtio_mmio *t);
 
 /* virtio-rng from getrandom() (virtio_rng.c). */

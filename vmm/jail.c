@@ -16,6 +16,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <linux/falloc.h>
 #include <linux/filter.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
@@ -110,7 +111,8 @@ int jail_rlimits(uint64_t fsize)
 
 /*
  * What a vCPU thread does: KVM_RUN, the devices' exits (virtio-blk's
- * pread, virtio-net's TX writev and epoll_ctl, virtio-rng's getrandom,
+ * pread, and with a writable disk pwrite and hole punching; virtio-net's
+ * TX writev and epoll_ctl, virtio-rng's getrandom,
  * eventfd kicks, interrupts), locks, the kick signal, malloc, logging.
  * No new files, sockets or processes, no snapshot calls.
  */
@@ -189,6 +191,13 @@ static int vcpu_filter_build(struct vm *vm, struct vcpu *vcpu,
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 2,
 				       SCMP_A0(SCMP_CMP_EQ, vm->vm_fd),
 				       SCMP_A1(SCMP_CMP_EQ, KVM_IRQ_LINE));
+	/* the writable disk: writes, and holes for DISCARD/WRITE_ZEROES */
+	if (!ret && vm->devs[VM_DEV_DISK])
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(pwrite64), 0);
+	if (!ret && vm->devs[VM_DEV_DISK])
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fallocate), 1,
+				       SCMP_A1(SCMP_CMP_EQ, FALLOC_FL_PUNCH_HOLE |
+					       FALLOC_FL_KEEP_SIZE));
 	/* fstat() is newfstatat(fd, "", AT_EMPTY_PATH): on an fd, no path */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,

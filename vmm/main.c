@@ -28,6 +28,7 @@
 #include "control.h"
 #include "cube_net_addr.h"
 #include "cube_clone.h"
+#include "cube_disk.h"
 #include "devices.h"
 #include "jail.h"
 #include "sandbox.h"
@@ -79,6 +80,8 @@ struct opts {
 	int net_tap_fd;			/* -1: no network device */
 	const char *net_mac;
 	int sandbox_fd;			/* -1: no cube.ko sandbox */
+	const char *disk;		/* --disk PATH */
+	int disk_fd;			/* --disk-fd N, then the disk's fd */
 };
 
 struct vmm {
@@ -91,6 +94,7 @@ struct vmm {
 	int mem_fd;			/* --restore: its guest memory */
 	bool mem_shared;		/* mem_fd is a cube.ko clone */
 	struct ckpt_set ck;		/* checkpoints and rollbacks */
+	uint64_t disk_size;		/* the writable disk's, 0: none */
 	int epoll_fd;
 	int console_fd;
 	bool paused;
@@ -109,6 +113,12 @@ static void usage(FILE *f)
 "  --append S           appended to the command line\n"
 "  --rootfs IMG         read-only virtio-blk disk over IMG (a restore of a\n"
 "                       snapshot with a disk needs it)\n"
+"  --disk PATH          the sandbox's writable virtio-blk disk (GET_ID\n"
+"                       \"cube-disk\"): a regular file, a multiple of 4096\n"
+"                       bytes, 1 MiB..16 TiB; snapshots and checkpoints copy\n"
+"                       it to disk.img (a restore of a snapshot with a disk\n"
+"                       needs one at least as large: a copy of its disk.img)\n"
+"  --disk-fd N          the same over the inherited read-write fd N\n"
 "  --mem MiB            guest memory (32..3072, default 256)\n"
 "  --vcpus N            vCPUs (1..16, default 1)\n"
 "  --vsock-uds PATH     host side of virtio-vsock (hybrid Unix socket)\n"
@@ -160,7 +170,7 @@ enum {
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
 	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
-	OPT_CKPTDIR,
+	OPT_CKPTDIR, OPT_DISK, OPT_DISKFD,
 };
 
 static const struct option long_opts[] = {
@@ -169,6 +179,8 @@ static const struct option long_opts[] = {
 	{ "cmdline", required_argument, NULL, OPT_CMDLINE },
 	{ "append", required_argument, NULL, OPT_APPEND },
 	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
+	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "disk-fd", required_argument, NULL, OPT_DISKFD },
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "vcpus", required_argument, NULL, OPT_VCPUS },
 	{ "vsock-uds", required_argument, NULL, OPT_VSOCK },
@@ -214,6 +226,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->net_tap_fd = -1;
 	o->sandbox_fd = -1;
+	o->disk_fd = -1;
 	o->mem_mib = DEFAULT_MEM_MIB;
 	o->vcpus = 1;
 	o->cid = VSOCK_DEFAULT_CID;
@@ -224,6 +237,12 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case OPT_CMDLINE: o->cmdline = optarg; break;
 		case OPT_APPEND: o->append = optarg; break;
 		case OPT_ROOTFS: o->rootfs = optarg; break;
+		case OPT_DISK: o->disk = optarg; break;
+		case OPT_DISKFD:
+			if (num_opt("disk-fd", optarg, 0, INT32_MAX, &v))
+				return -1;
+			o->disk_fd = v;
+			break;
 		case OPT_MEM:
 			if (num_opt("mem", optarg, VM_MEM_MIN >> 20,
 				    VM_MEM_MAX >> 20, &o->mem_mib))
@@ -304,6 +323,10 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		pr_err("--net-mac: a restored guest keeps the snapshot's MAC");
 		return -1;
 	}
+	if (o->disk && o->disk_fd >= 0) {
+		pr_err("give one of --disk and --disk-fd, not both");
+		return -1;
+	}
 	if (o->no_cube && !o->restore) {
 		pr_err("--no-cube needs --restore");
 		return -1;
@@ -335,6 +358,42 @@ static void *map_file(const char *path, size_t *len, const char *what)
 	}
 	*len = st.st_size;
 	return p;
+}
+
+/*
+ * The writable disk, before the jail: --disk PATH opened (no symlink),
+ * or the inherited --disk-fd made close-on-exec; checked either way.
+ */
+static int open_disk(struct vmm *m)
+{
+	struct opts *o = &m->o;
+	const char *err = NULL;
+	char what[64];
+	int fd;
+
+	if (o->disk) {
+		fd = open(o->disk, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			pr_err("--disk %s: %s", o->disk,
+			       errno == ELOOP ? "is a symbolic link" :
+			       strerror(errno));
+			return -1;
+		}
+		snprintf(what, sizeof(what), "--disk %s", o->disk);
+		o->disk_fd = fd;
+	} else {
+		snprintf(what, sizeof(what), "--disk-fd %d", o->disk_fd);
+		if (fcntl(o->disk_fd, F_SETFD, FD_CLOEXEC)) {
+			pr_err("%s: not an open file descriptor", what);
+			o->disk_fd = -1;
+			return -1;
+		}
+	}
+	if (virtio_blk_disk_check(o->disk_fd, &m->disk_size, &err)) {
+		pr_err("%s: %s", what, err);
+		return -1;
+	}
+	return 0;
 }
 
 static int create_net(struct vmm *m, const uint8_t mac[6])
@@ -386,6 +445,19 @@ static int create_devices(struct vmm *m, const char *rootfs,
 	}
 	if (mac && create_net(m, mac))
 		return -1;
+	if (m->o.disk_fd >= 0) {
+		int fd = m->o.disk_fd;
+
+		m->o.disk_fd = -1;	/* the device owns it now */
+		vm->devs[VM_DEV_DISK] = virtio_blk_create_disk(vm,
+				VM_MMIO_BASE + VM_DEV_DISK * VM_MMIO_STRIDE,
+				VM_VIRTIO_IRQ_BASE + VM_DEV_DISK, fd,
+				m->disk_size);
+		if (!vm->devs[VM_DEV_DISK]) {
+			pr_err("virtio-blk (disk): out of memory");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -622,7 +694,58 @@ static int setup_restore(struct vmm *m, struct snap_restore *r)
 		pr_err("the snapshot has no network device: drop --net-tap-fd");
 		return -1;
 	}
+	/*
+	 * The writable disk is a copy of the snapshot's disk.img the caller
+	 * made (never this VMM), as large or larger: a larger one is the
+	 * guest's to grow into (a configuration change once it runs).
+	 */
+	if ((r->cfg.flags & SNAP_CFG_DISK) && m->o.disk_fd < 0) {
+		pr_err("the snapshot has a writable disk: give --disk or --disk-fd (a copy of its %s)",
+		       CUBE_DISK_FILE);
+		return -1;
+	}
+	if (!(r->cfg.flags & SNAP_CFG_DISK) && m->o.disk_fd >= 0) {
+		pr_err("the snapshot has no writable disk: drop --disk/--disk-fd");
+		return -1;
+	}
+	if (m->disk_size && m->disk_size < r->disk.size) {
+		pr_err("the disk has %llu bytes, smaller than the snapshot's %llu",
+		       (unsigned long long)m->disk_size,
+		       (unsigned long long)r->disk.size);
+		return -1;
+	}
 	return 0;
+}
+
+/*
+ * "rollback" to the restore snapshot puts its disk.img back: opened now,
+ * before the jail.  Without it the VM runs, and that rollback is refused.
+ */
+static void open_restore_disk(struct vmm *m)
+{
+	struct stat st;
+	int dfd, fd;
+
+	if (!(m->r.cfg.flags & SNAP_CFG_DISK))
+		return;
+	dfd = open(m->o.restore, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	fd = openat(dfd, CUBE_DISK_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	close(dfd);
+	if (fd < 0) {
+		pr_info("%s/%s: %s (no rollback to the restore snapshot)",
+			m->o.restore, CUBE_DISK_FILE, strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != m->r.disk.size) {
+		pr_info("%s/%s is not the snapshot's disk (no rollback to the restore snapshot)",
+			m->o.restore, CUBE_DISK_FILE);
+		close(fd);
+		return;
+	}
+	m->ck.base_disk_fd = fd;
 }
 
 /*
@@ -680,6 +803,7 @@ static int run(struct vmm *m)
 	int mem_fd = m->mem_fd;
 	bool mem_shared = m->mem_shared;
 	uint8_t mac[6] = CUBE_NET_GUEST_MAC_BYTES;
+	uint64_t snap_disk = r->disk.size;
 	sigset_t sigs;
 	char err[256];
 
@@ -748,6 +872,8 @@ static int run(struct vmm *m)
 		}
 		if (vm->devs[VM_DEV_NET])
 			m->cfg.flags |= SNAP_CFG_NET;
+		if (vm->devs[VM_DEV_DISK])
+			m->cfg.flags |= SNAP_CFG_DISK;
 		if (boot_kernel(m))
 			goto out;
 	} else {
@@ -809,7 +935,8 @@ static int run(struct vmm *m)
 	 * capabilities and no_new_privs (capabilities are per thread: dropped
 	 * after, the threads would keep them).
 	 */
-	ret = jail_rlimits(vm->mem.size + JAIL_FSIZE_SLACK);
+	/* Files as big as a snapshot's memory, or as the disk (its copies). */
+	ret = jail_rlimits(MAX(vm->mem.size + JAIL_FSIZE_SLACK, m->disk_size));
 	if (ret) {
 		pr_err("cannot set the resource limits: %s", strerror(-ret));
 		ret = EXIT_ERROR;
@@ -834,7 +961,8 @@ static int run(struct vmm *m)
 		goto out;
 	}
 	/* every thread's list; each vCPU adds its own before it first runs */
-	if (!m->o.no_seccomp && (ret = sandbox_seccomp(m->mem_shared))) {
+	if (!m->o.no_seccomp &&
+	    (ret = sandbox_seccomp(m->mem_shared, !!vm->devs[VM_DEV_DISK]))) {
 		pr_err("cannot install the seccomp filter: %s (--no-seccomp runs without, for development)",
 		       strerror(-ret));
 		ret = EXIT_ERROR;
@@ -846,6 +974,14 @@ static int run(struct vmm *m)
 	pr_info("%s in %.1f ms", m->o.restore ? "restored" : "set up",
 		elapsed_ms(&m->t0));
 	vm_go(vm);
+	/* Restored onto a larger disk: the guest reads its capacity again. */
+	if (m->o.restore && vm->devs[VM_DEV_DISK] && m->disk_size > snap_disk) {
+		struct virtio_mmio *t = vm->devs[VM_DEV_DISK];
+
+		pthread_mutex_lock(&t->lock);
+		virtio_mmio_config_changed(t);
+		pthread_mutex_unlock(&t->lock);
+	}
 	ret = main_loop(m, sig_fd, timer_fd);
 	if (ret)
 		vm_request_exit(vm, VM_EXIT_ERROR, "main loop: %s",
@@ -894,6 +1030,7 @@ out:
 	virtio_rng_destroy(vm->devs[VM_DEV_RNG]);
 	virtio_blk_destroy(vm->devs[VM_DEV_BLK]);
 	virtio_net_destroy(vm->devs[VM_DEV_NET]);
+	virtio_blk_destroy(vm->devs[VM_DEV_DISK]);
 	for (i = 0; i < VM_MAX_DEVS; i++)
 		vm->devs[i] = NULL;
 	if (vm->serial)
@@ -916,7 +1053,7 @@ int main(int argc, char **argv)
 {
 	static struct vmm m;
 	struct cgroup_limits lim = { 0 };
-	int parent_close[5];
+	int parent_close[7];
 	char name[64];
 	const char *err = NULL;
 	int ret;
@@ -927,6 +1064,7 @@ int main(int argc, char **argv)
 		m.ctl.clients[ret].fd = -1;
 	m.epoll_fd = -1;
 	m.r.mem_fd = -1;
+	m.ck.base_disk_fd = -1;
 	if (parse_opts(&m.o, argc, argv)) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -941,9 +1079,9 @@ int main(int argc, char **argv)
 	}
 	/* nothing a supervisor left open reaches the VM: stdio and ours only */
 	{
-		int keep[2] = { m.o.net_tap_fd, m.o.sandbox_fd };
+		int keep[3] = { m.o.net_tap_fd, m.o.sandbox_fd, m.o.disk_fd };
 
-		ret = jail_close_fds(keep, 2);
+		ret = jail_close_fds(keep, 3);
 		if (ret) {
 			pr_err("cannot close inherited file descriptors: %s",
 			       strerror(-ret));
@@ -957,10 +1095,13 @@ int main(int argc, char **argv)
 	 * the cgroup of the task that makes it; they are the template's, to
 	 * be shared by every clone, not this sandbox's to pay for.
 	 */
+	if ((m.o.disk || m.o.disk_fd >= 0) && open_disk(&m))
+		return EXIT_ERROR;
 	m.mem_fd = -1;
 	if (m.o.restore) {
 		if (setup_restore(&m, &m.r))
 			return EXIT_ERROR;
+		open_restore_disk(&m);
 		m.mem_fd = restore_mem_fd(&m, &m.r, &m.mem_shared);
 		if (m.mem_fd < 0)
 			return EXIT_ERROR;
@@ -991,6 +1132,8 @@ int main(int argc, char **argv)
 		parent_close[2] = m.r.mem_fd;
 		parent_close[3] = m.ck.dir_fd;
 		parent_close[4] = m.ck.dev_fd;
+		parent_close[5] = m.o.disk_fd;
+		parent_close[6] = m.ck.base_disk_fd;
 		lim.parent_close = parent_close;
 		lim.nr_parent_close = ARRAY_SIZE(parent_close);
 		ret = sandbox_cgroup_enter(&lim, &err);

@@ -20,6 +20,8 @@
 
 #include <linux/capability.h>
 #include <linux/cube.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
 #include <linux/kvm.h>
 #include <linux/magic.h>
 #include <linux/seccomp.h>
@@ -246,7 +248,29 @@ static const unsigned long rollback_ioctls[] = {
 	CUBE_IOC_SNAPSHOT_INFO, CUBE_IOC_CLONE_CREATE, CUBE_IOC_CLONE_RESET,
 };
 
-int sandbox_seccomp(bool rollback)
+/*
+ * The writable disk: DISCARD and WRITE_ZEROES punch holes (that mode of
+ * fallocate only, in the vCPU threads), snapshots and checkpoints copy
+ * it (FICLONE, copy_file_range; lseek, pread, pwrite and ftruncate are
+ * on the list already).
+ */
+static int allow_disk(scmp_filter_ctx ctx)
+{
+	int ret;
+
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fallocate), 1,
+			       SCMP_A1(SCMP_CMP_EQ, FALLOC_FL_PUNCH_HOLE |
+				       FALLOC_FL_KEEP_SIZE));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				       SCMP_A1(SCMP_CMP_EQ, FICLONE));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+				       SCMP_SYS(copy_file_range), 0);
+	return ret;
+}
+
+int sandbox_seccomp(bool rollback, bool disk)
 {
 	scmp_filter_ctx ctx;
 	unsigned int i;
@@ -271,6 +295,8 @@ int sandbox_seccomp(bool rollback)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				       SCMP_A1(SCMP_CMP_EQ,
 					       rollback_ioctls[i]));
+	if (disk && !ret)
+		ret = allow_disk(ctx);
 	/* Signals to its own threads only (the vCPU kick), no one else's. */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,

@@ -33,8 +33,10 @@ int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err);
 int sandbox_drop_caps(void);
 /*
  * Load the seccomp allow list for all threads; with rollback, also the
- * requests of checkpoints and rollbacks.  0 or -errno.
+ * requests of checkpoints and rollbacks; with disk, what the writable
+ * disk needs (holes punched, copies by reflink or copy_file_range).
+ * 0 or -errno.
  */
-int sandbox_seccomp(bool rollback);
+int sandbox_seccomp(bool rollback, bool disk);
 
 #endif /* CUBE_VMM_SANDBOX_H */

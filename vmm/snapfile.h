@@ -29,6 +29,7 @@ enum snap_sec_type {
 	SNAP_SEC_VIRTIO		= 6,	/* struct virtio_mmio_state, id = slot */
 	SNAP_SEC_VSOCK		= 7,	/* struct vsock_state */
 	SNAP_SEC_NET		= 8,	/* struct virtio_net_state */
+	SNAP_SEC_DISK		= 9,	/* struct snap_disk_state */
 	/* Per vCPU, id = vCPU index. */
 	SNAP_SEC_VCPU_REGS	= 0x100,
 	SNAP_SEC_VCPU_SREGS,

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cube_disk.h"
+#include "devices.h"
 #include "serial.h"
 #include "snapshot.h"
 #include "util.h"
@@ -185,6 +187,39 @@ static void save_devs(struct vm *vm, struct snap_buf *b)
 		virtio_net_save(vm->devs[VM_DEV_NET], &ns);
 		snap_add(b, SNAP_SEC_NET, 0, &ns, sizeof(ns));
 	}
+	if (vm->devs[VM_DEV_DISK]) {
+		struct snap_disk_state ds = {
+			.size = virtio_blk_size(vm->devs[VM_DEV_DISK]),
+		};
+
+		snap_add(b, SNAP_SEC_DISK, 0, &ds, sizeof(ds));
+	}
+}
+
+int snapshot_save_disk(struct vm *vm, int dfd, char *err, size_t errlen)
+{
+	struct virtio_mmio *t = vm->devs[VM_DEV_DISK];
+	int fd, ret;
+
+	/* A disk.img of an earlier snapshot into dfd is not this one's. */
+	if (unlinkat(dfd, CUBE_DISK_FILE, 0) && errno != ENOENT)
+		return snap_err(err, errlen, -errno, "cannot replace %s: %s",
+				CUBE_DISK_FILE, strerror(errno));
+	if (!t)
+		return 0;
+	fd = openat(dfd, CUBE_DISK_FILE, O_WRONLY | O_CREAT | O_EXCL |
+		    O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return snap_err(err, errlen, -errno, "cannot create %s: %s",
+				CUBE_DISK_FILE, strerror(errno));
+	ret = cube_disk_copy(virtio_blk_fd(t), fd, virtio_blk_size(t));
+	close(fd);
+	if (ret) {
+		unlinkat(dfd, CUBE_DISK_FILE, 0);
+		return snap_err(err, errlen, ret, "copying the disk: %s",
+				strerror(-ret));
+	}
+	return 0;
 }
 
 /* Guest memory to dir/memory, zero pages left as holes; returns crc. */
@@ -294,6 +329,9 @@ int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 	ret = save_state(vm, cfg, &b, err, errlen);
 	if (!ret)
 		ret = save_memory(vm, dfd, &crc, err, errlen);
+	/* The disk at the same instant as the memory, the vCPUs paused. */
+	if (!ret)
+		ret = snapshot_save_disk(vm, dfd, err, errlen);
 	snapshot_lock_devs(vm, false);
 	if (ret)
 		goto out;
@@ -449,6 +487,18 @@ static int parse_state(struct snap_restore *r, char *err, size_t errlen)
 		if (!s)
 			return ret;
 		memcpy(&r->net, s->data, sizeof(r->net));
+	}
+	if (r->cfg.flags & SNAP_CFG_DISK) {
+		s = need(&r->img, SNAP_SEC_DISK, 0, sizeof(r->disk), err,
+			 errlen);
+		if (!s)
+			return ret;
+		memcpy(&r->disk, s->data, sizeof(r->disk));
+		if (r->disk.reserved[0] || r->disk.reserved[1] ||
+		    r->disk.size % CUBE_DISK_ALIGN ||
+		    r->disk.size < CUBE_DISK_MIN || r->disk.size > CUBE_DISK_MAX)
+			return snap_err(err, errlen, ret,
+					"state: bad disk section");
 	}
 	if (r->cfg.mem_size != r->img.hdr.mem_size ||
 	    r->cfg.nr_vcpus != r->img.hdr.nr_vcpus ||
@@ -792,9 +842,14 @@ int snapshot_check_devs(struct vm *vm, const struct snap_restore *r,
 	if (r->cfg.mem_size != vm->mem.size ||
 	    r->cfg.nr_vcpus != (uint32_t)vm->nr_vcpus ||
 	    !(r->cfg.flags & SNAP_CFG_BLK) != !vm->devs[VM_DEV_BLK] ||
-	    !(r->cfg.flags & SNAP_CFG_NET) != !vm->devs[VM_DEV_NET])
+	    !(r->cfg.flags & SNAP_CFG_NET) != !vm->devs[VM_DEV_NET] ||
+	    !(r->cfg.flags & SNAP_CFG_DISK) != !vm->devs[VM_DEV_DISK])
 		return snap_err(err, errlen, -EINVAL,
 				"the state is of another VM shape");
+	if (vm->devs[VM_DEV_DISK] &&
+	    r->disk.size > virtio_blk_size(vm->devs[VM_DEV_DISK]))
+		return snap_err(err, errlen, -EINVAL,
+				"its disk is larger than this VM's");
 	for (i = 0; i < VM_MAX_DEVS; i++) {
 		if (!vm->devs[i])
 			continue;

@@ -3,6 +3,7 @@
  * Snapshot and restore of a whole VM: a directory with two files,
  *   state   the state file (snapfile.h): vCPUs, irqchip, PIT, clock, devices
  *   memory  the guest memory, raw, mem_size bytes (sparse where zero)
+ *   disk.img  with a writable disk: a copy of it (sparse, or a reflink)
  * Restore maps memory with MAP_PRIVATE: clones share the file's pages
  * copy-on-write.
  */
@@ -19,7 +20,14 @@ struct vm;
 
 #define SNAP_CFG_BLK		(1U << 0)
 #define SNAP_CFG_NET		(1U << 1)	/* virtio-net: a NET section */
-#define SNAP_CFG_ALL		(SNAP_CFG_BLK | SNAP_CFG_NET)
+#define SNAP_CFG_DISK		(1U << 2)	/* writable disk: a DISK section */
+#define SNAP_CFG_ALL		(SNAP_CFG_BLK | SNAP_CFG_NET | SNAP_CFG_DISK)
+
+/* The DISK section: the writable disk's size when saved. */
+struct snap_disk_state {
+	uint64_t size;			/* bytes, as cube_disk.h bounds it */
+	uint32_t reserved[2];		/* 0 */
+};
 
 /* The VM's shape: what a restore must rebuild before loading state. */
 struct snap_config {
@@ -37,10 +45,11 @@ struct snap_restore {
 	size_t file_len;
 	struct snap_config cfg;
 	struct virtio_net_state net;	/* with SNAP_CFG_NET */
+	struct snap_disk_state disk;	/* with SNAP_CFG_DISK */
 	int mem_fd;
 };
 
-/* Pause first (vm_pause); writes dir/state and dir/memory. */
+/* Pause first (vm_pause); writes dir/state, dir/memory, dir/disk.img. */
 int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 		  const char *dir, char *err, size_t errlen);
 /* Read and check dir/state and dir/memory; fills r (mem_fd open). */
@@ -60,6 +69,11 @@ void snapshot_lock_devs(struct vm *vm, bool lock);
 /* With the devices locked: the whole state file, in b (memory crc 0). */
 int snapshot_save_state(struct vm *vm, const struct snap_config *cfg,
 			struct snap_buf *b, char *err, size_t errlen);
+/*
+ * With the devices locked: a copy of the VM's writable disk (if it has
+ * one) in a new file disk.img of directory dfd; 0 or -errno.
+ */
+int snapshot_save_disk(struct vm *vm, int dfd, char *err, size_t errlen);
 /* Read and check the state file "state" of directory dfd (no memory). */
 int snapshot_read_state(int dfd, struct snap_restore *r, char *err,
 			size_t errlen);

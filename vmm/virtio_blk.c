@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * virtio-blk (virtio 1.x, section 5.2), read-only over an image file.
+ * virtio-blk (virtio 1.x, section 5.2) over a file, in one of two modes:
+ *
+ *  - read-only, the template's root image (--rootfs): writes fail with
+ *    VIRTIO_BLK_S_IOERR;
+ *  - writable, the sandbox's own disk (--disk, --disk-fd): writes with
+ *    pwrite(), FLUSH answered at once (the disk dies with the sandbox),
+ *    DISCARD and WRITE_ZEROES punch holes in the file, so what the guest
+ *    frees stops costing host disk.
+ *
  * Requests are served synchronously in the vCPU thread that kicked the
- * queue.  Writes fail with VIRTIO_BLK_S_IOERR, unknown requests with
- * VIRTIO_BLK_S_UNSUPP; a malformed chain breaks the queue.
+ * queue; unknown requests get VIRTIO_BLK_S_UNSUPP, a request outside the
+ * disk VIRTIO_BLK_S_IOERR, and a malformed chain breaks the queue.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,23 +20,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <linux/falloc.h>
 #include <linux/virtio_blk.h>
 #include <linux/virtio_ids.h>
 
+#include "cube_disk.h"
 #include "devices.h"
 #include "util.h"
 #include "virtio_mmio.h"
 #include "vm.h"
 
 #define BLK_SECTOR		512ULL
-#define BLK_ID			"cube-rootfs"
+#define BLK_ROOTFS_ID		"cube-rootfs"
+#define BLK_DISK_ID		"cube-disk"
+#define BLK_HDR			sizeof(struct virtio_blk_outhdr)
+/* Per DISCARD or WRITE_ZEROES request: segments, sectors per segment. */
+#define BLK_MAX_SEGS		32
+#define BLK_MAX_SECTORS		(1U << 22)	/* 2 GiB */
+#define BLK_ALIGN_SECTORS	(CUBE_DISK_ALIGN / BLK_SECTOR)
 
 struct virtio_blk {
 	struct virtio_mmio t;
 	int fd;
+	bool writable;
+	const char *id;
 	uint64_t size;		/* bytes, a multiple of 512 */
 	struct virtq_chain chain;
 };
+
+/* Is [sector, sector + bytes / 512) inside the disk?  Overflow-safe. */
+static bool blk_in_range(const struct virtio_blk *b, uint64_t sector,
+			 uint64_t bytes)
+{
+	return sector <= b->size / BLK_SECTOR &&
+	       bytes <= b->size - sector * BLK_SECTOR;
+}
 
 static uint8_t blk_read(struct virtio_blk *b, struct virtq_chain *c,
 			uint64_t sector, uint32_t *written)
@@ -38,10 +64,7 @@ static uint8_t blk_read(struct virtio_blk *b, struct virtq_chain *c,
 	unsigned int n = c->nr_in;
 	ssize_t r;
 
-	if (len % BLK_SECTOR)
-		return VIRTIO_BLK_S_IOERR;
-	if (sector > b->size / BLK_SECTOR ||
-	    len > b->size - sector * BLK_SECTOR)
+	if (len % BLK_SECTOR || !blk_in_range(b, sector, len))
 		return VIRTIO_BLK_S_IOERR;
 	off = sector * BLK_SECTOR;
 	/* The last writable byte is the status: leave it out of the read. */
@@ -56,6 +79,89 @@ static uint8_t blk_read(struct virtio_blk *b, struct virtq_chain *c,
 		*written += l;
 		iov++;
 		n--;
+	}
+	return VIRTIO_BLK_S_OK;
+}
+
+/* The device-readable bytes after the header go to the disk at sector. */
+static uint8_t blk_write(struct virtio_blk *b, struct virtq_chain *c,
+			 uint64_t sector)
+{
+	uint64_t off, len = c->out_len - BLK_HDR;
+	size_t skip = BLK_HDR;
+	unsigned int i;
+
+	if (!b->writable)
+		return VIRTIO_BLK_S_IOERR;
+	if (len % BLK_SECTOR || !blk_in_range(b, sector, len))
+		return VIRTIO_BLK_S_IOERR;
+	off = sector * BLK_SECTOR;
+	for (i = 0; i < c->nr_out; i++) {
+		const uint8_t *p = c->iov[i].iov_base;
+		size_t l = c->iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		p += skip;
+		l -= skip;
+		skip = 0;
+		while (l) {
+			ssize_t r = pwrite(b->fd, p, l, off);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			/* ENOSPC, EIO, EFBIG: the guest sees an I/O error */
+			if (r <= 0)
+				return VIRTIO_BLK_S_IOERR;
+			p += r;
+			l -= r;
+			off += r;
+		}
+	}
+	return VIRTIO_BLK_S_OK;
+}
+
+/*
+ * DISCARD and WRITE_ZEROES: every segment is checked before any is done;
+ * both punch a hole (reads give zeroes, the host frees the blocks).
+ */
+static uint8_t blk_punch(struct virtio_blk *b, struct virtq_chain *c,
+			 uint32_t type)
+{
+	struct virtio_blk_discard_write_zeroes segs[BLK_MAX_SEGS];
+	uint64_t len = c->out_len - BLK_HDR;
+	uint32_t allowed;
+	unsigned int i, n;
+
+	if (!b->writable)
+		return VIRTIO_BLK_S_UNSUPP;
+	if (!len || len % sizeof(segs[0]))
+		return VIRTIO_BLK_S_IOERR;
+	if (len > sizeof(segs))
+		return VIRTIO_BLK_S_UNSUPP;	/* more than max_*_seg */
+	n = len / sizeof(segs[0]);
+	if (iov_to_buf(c->iov, c->nr_out, BLK_HDR, segs, len) != len)
+		return VIRTIO_BLK_S_IOERR;
+	/* A discard has no flags; a write-zeroes may ask to unmap. */
+	allowed = type == VIRTIO_BLK_T_WRITE_ZEROES ?
+		  VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP : 0;
+	for (i = 0; i < n; i++) {
+		if (segs[i].flags & ~allowed ||
+		    segs[i].num_sectors > BLK_MAX_SECTORS)
+			return VIRTIO_BLK_S_UNSUPP;
+		if (!blk_in_range(b, segs[i].sector,
+				  segs[i].num_sectors * BLK_SECTOR))
+			return VIRTIO_BLK_S_IOERR;
+	}
+	for (i = 0; i < n; i++) {
+		if (!segs[i].num_sectors)
+			continue;
+		if (fallocate(b->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      segs[i].sector * BLK_SECTOR,
+			      segs[i].num_sectors * BLK_SECTOR))
+			return VIRTIO_BLK_S_IOERR;
 	}
 	return VIRTIO_BLK_S_OK;
 }
@@ -87,14 +193,20 @@ static void blk_notify(struct virtio_mmio *t, unsigned int q)
 			status = blk_read(b, c, hdr.sector, &written);
 			break;
 		case VIRTIO_BLK_T_OUT:
-			status = VIRTIO_BLK_S_IOERR;	/* read-only */
+			status = blk_write(b, c, hdr.sector);
 			break;
 		case VIRTIO_BLK_T_FLUSH:
+			/* Nothing to sync: the disk dies with the sandbox. */
 			status = VIRTIO_BLK_S_OK;
 			break;
+		case VIRTIO_BLK_T_DISCARD:
+		case VIRTIO_BLK_T_WRITE_ZEROES:
+			status = blk_punch(b, c, hdr.type);
+			break;
 		case VIRTIO_BLK_T_GET_ID: {
-			char id[VIRTIO_BLK_ID_BYTES] = BLK_ID;
+			char id[VIRTIO_BLK_ID_BYTES] = { 0 };
 
+			memcpy(id, b->id, strlen(b->id));
 			written = buf_to_iov(&c->iov[c->nr_out], c->nr_in, 0,
 					     id, MIN(sizeof(id), c->in_len - 1));
 			status = VIRTIO_BLK_S_OK;
@@ -114,7 +226,7 @@ static void blk_notify(struct virtio_mmio *t, unsigned int q)
 		virtio_mmio_signal(t);
 }
 
-static const struct virtio_dev_ops blk_ops = {
+static const struct virtio_dev_ops blk_ro_ops = {
 	.name = "virtio-blk",
 	.device_id = VIRTIO_ID_BLOCK,
 	.features = (1ULL << VIRTIO_BLK_F_RO) | (1ULL << VIRTIO_BLK_F_SEG_MAX) |
@@ -123,47 +235,165 @@ static const struct virtio_dev_ops blk_ops = {
 	.notify = blk_notify,
 };
 
-struct virtio_mmio *virtio_blk_create(struct vm *vm, uint64_t base,
-				      uint32_t irq, const char *path,
-				      const char **err)
+static const struct virtio_dev_ops blk_rw_ops = {
+	.name = "virtio-blk (disk)",
+	.device_id = VIRTIO_ID_BLOCK,
+	.features = (1ULL << VIRTIO_BLK_F_SEG_MAX) |
+		    (1ULL << VIRTIO_BLK_F_FLUSH) |
+		    (1ULL << VIRTIO_BLK_F_DISCARD) |
+		    (1ULL << VIRTIO_BLK_F_WRITE_ZEROES),
+	.nr_queues = 1,
+	.notify = blk_notify,
+};
+
+/* Config space of b at its size (lock held, or not yet shared). */
+static void blk_set_config(struct virtio_blk *b)
 {
 	struct virtio_blk_config cfg;
-	struct virtio_blk *b;
-	struct stat st;
 
-	b = calloc(1, sizeof(*b));
-	if (!b) {
-		*err = "out of memory";
-		return NULL;
-	}
-	b->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (b->fd < 0) {
-		*err = strerror(errno);
-		goto fail;
-	}
-	if (fstat(b->fd, &st) || !S_ISREG(st.st_mode)) {
-		*err = "not a regular file";
-		goto fail;
-	}
-	b->size = st.st_size & ~(BLK_SECTOR - 1);
-	virtio_mmio_init(&b->t, vm, &blk_ops, b, base, irq);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.capacity = b->size / BLK_SECTOR;
 	cfg.seg_max = VIRTQ_MAX_SIZE - 2;
 	cfg.blk_size = BLK_SECTOR;
+	if (b->writable) {
+		cfg.max_discard_sectors = BLK_MAX_SECTORS;
+		cfg.max_discard_seg = BLK_MAX_SEGS;
+		cfg.discard_sector_alignment = BLK_ALIGN_SECTORS;
+		cfg.max_write_zeroes_sectors = BLK_MAX_SECTORS;
+		cfg.max_write_zeroes_seg = BLK_MAX_SEGS;
+		cfg.write_zeroes_may_unmap = 1;
+	}
 	b->t.config_len = MIN(sizeof(cfg), (size_t)VIRTIO_MMIO_CONFIG_MAX);
 	memcpy(b->t.config, &cfg, b->t.config_len);
+}
+
+static struct virtio_mmio *blk_new(struct vm *vm, uint64_t base, uint32_t irq,
+				   int fd, uint64_t size, bool writable)
+{
+	struct virtio_blk *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->fd = fd;
+	b->writable = writable;
+	b->id = writable ? BLK_DISK_ID : BLK_ROOTFS_ID;
+	b->size = size & ~(BLK_SECTOR - 1);
+	virtio_mmio_init(&b->t, vm, writable ? &blk_rw_ops : &blk_ro_ops, b,
+			 base, irq);
+	blk_set_config(b);
 	return &b->t;
+}
+
+/**
+ * virtio_blk_create() - the read-only root disk over an image file
+ * @vm: the VM
+ * @base: its MMIO window
+ * @irq: its interrupt line
+ * @path: the image, opened read-only; its size is rounded down to 512
+ * @err: set to a reason on failure
+ *
+ * Return: the transport, or NULL.
+ */
+struct virtio_mmio *virtio_blk_create(struct vm *vm, uint64_t base,
+				      uint32_t irq, const char *path,
+				      const char **err)
+{
+	struct virtio_mmio *t;
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*err = strerror(errno);
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		*err = "not a regular file";
+		goto fail;
+	}
+	t = blk_new(vm, base, irq, fd, st.st_size, false);
+	if (!t) {
+		*err = "out of memory";
+		goto fail;
+	}
+	return t;
 fail:
-	if (b->fd >= 0)
-		close(b->fd);
-	free(b);
+	close(fd);
 	return NULL;
+}
+
+/**
+ * virtio_blk_disk_check() - is @fd usable as a sandbox's writable disk?
+ * @fd: the disk file
+ * @size: set to its size
+ * @err: set to a reason when not
+ *
+ * A regular file, open read-write, whose size is a multiple of 4 KiB from
+ * 1 MiB to 16 TiB (cube_disk.h).
+ *
+ * Return: 0 or -errno.
+ */
+int virtio_blk_disk_check(int fd, uint64_t *size, const char **err)
+{
+	struct stat st;
+	int fl;
+
+	if (fstat(fd, &st)) {
+		*err = errno == EBADF ? "not an open file descriptor" :
+		       strerror(errno);
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = "not a regular file";
+		return -EINVAL;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR) {
+		*err = "not open for reading and writing";
+		return -EBADF;
+	}
+	if ((uint64_t)st.st_size % CUBE_DISK_ALIGN) {
+		*err = "its size is not a multiple of 4096 bytes";
+		return -EINVAL;
+	}
+	if ((uint64_t)st.st_size < CUBE_DISK_MIN ||
+	    (uint64_t)st.st_size > CUBE_DISK_MAX) {
+		*err = "its size is not between 1 MiB and 16 TiB";
+		return -EINVAL;
+	}
+	*size = st.st_size;
+	return 0;
+}
+
+/**
+ * virtio_blk_create_disk() - the sandbox's writable disk over an open file
+ * @vm: the VM
+ * @base: its MMIO window
+ * @irq: its interrupt line
+ * @fd: the disk, checked with virtio_blk_disk_check(); the device owns it
+ *	from now on (closed by virtio_blk_destroy(), or here on failure)
+ * @size: its size in bytes, the device's capacity
+ *
+ * Return: the transport, or NULL when out of memory.
+ */
+struct virtio_mmio *virtio_blk_create_disk(struct vm *vm, uint64_t base,
+					   uint32_t irq, int fd, uint64_t size)
+{
+	struct virtio_mmio *t = blk_new(vm, base, irq, fd, size, true);
+
+	if (!t)
+		close(fd);
+	return t;
 }
 
 uint64_t virtio_blk_size(struct virtio_mmio *t)
 {
 	return ((struct virtio_blk *)t->priv)->size;
+}
+
+int virtio_blk_fd(struct virtio_mmio *t)
+{
+	return ((struct virtio_blk *)t->priv)->fd;
 }
 
 void virtio_blk_destroy(struct virtio_mmio *t)

@@ -46,6 +46,25 @@ void virtio_mmio_signal(struct virtio_mmio *t)
 	virtio_mmio_irq(t);
 }
 
+/**
+ * virtio_mmio_config_changed() - tell the driver its config space changed
+ * @t: the transport, its lock held
+ *
+ * ConfigGeneration goes up, so a driver reading the config space across
+ * the change reads it again; a live driver also gets the configuration
+ * change interrupt (InterruptStatus bit 1) and reads what changed (a
+ * virtio-blk driver, the capacity).  A driver not live yet reads the
+ * config space when it sets up.
+ */
+void virtio_mmio_config_changed(struct virtio_mmio *t)
+{
+	t->config_gen++;
+	if (!virtio_mmio_live(t))
+		return;
+	t->int_status |= VIRTIO_MMIO_INT_CONFIG;
+	virtio_mmio_irq(t);
+}
+
 void virtio_mmio_fail(struct virtio_mmio *t, const char *why)
 {
 	if (t->status & VIRTIO_CONFIG_S_NEEDS_RESET)

@@ -63,6 +63,8 @@ void virtio_mmio_access(struct virtio_mmio *t, uint64_t off, uint8_t *data,
 			uint32_t len, bool write);
 /* Used buffers are ready (lock held). */
 void virtio_mmio_signal(struct virtio_mmio *t);
+/* Config space changed (lock held): bump the generation, tell the driver. */
+void virtio_mmio_config_changed(struct virtio_mmio *t);
 /* Mark the device broken (DEVICE_NEEDS_RESET) and tell the driver. */
 void virtio_mmio_fail(struct virtio_mmio *t, const char *why);
 /* Is the driver done with set-up (DRIVER_OK, not failed)? */

@@ -26,7 +26,7 @@
 #define VM_MMIO_STRIDE		0x1000ULL
 #define VM_MMIO_SIZE		0x200ULL
 #define VM_VIRTIO_IRQ_BASE	5
-#define VM_MAX_DEVS		4
+#define VM_MAX_DEVS		5
 
 /* Device slots: fixed so a snapshot's devices match after restore. */
 enum vm_dev_slot {
@@ -34,6 +34,7 @@ enum vm_dev_slot {
 	VM_DEV_RNG,
 	VM_DEV_BLK,
 	VM_DEV_NET,
+	VM_DEV_DISK,		/* the sandbox's writable disk (--disk) */
 };
 
 /* Why the VM stopped (also the process exit status, see main.c). */

@@ -182,7 +182,7 @@ static int stacked_call(const char *vcpu_call, const char *main_call)
 		if (pipe(s.go) || sandbox_drop_caps() || jail_vcpu_prepare(&vm) ||
 		    pthread_create(&t, NULL, stacked_vcpu, &s))
 			_exit(10);
-		if (sandbox_seccomp(false))
+		if (sandbox_seccomp(false, false))
 			_exit(11);
 		if (write(s.go[1], "x", 1) != 1)
 			_exit(12);
