@@ -61,6 +61,8 @@ static void audit_created(uint64_t id, const struct cube_launch *l,
 	json_object_object_add(f, "memory_mb", json_object_new_int64(
 		l->memory_mb ? l->memory_mb : l->tmpl->memory_mb));
 	json_object_object_add(f, "timeout_s", json_object_new_int64(timeout));
+	json_object_object_add(f, "disk_mb", json_object_new_int64(
+		(l->disk_bytes ? l->disk_bytes : l->tmpl->disk_bytes) >> 20));
 	json_object_object_add(f, "net", json_object_new_string(
 		l->net ? cube_net_mode_name(l->net->mode) :
 		l->tmpl->net ? "internet" : "none"));
@@ -80,6 +82,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "net", required_argument, NULL, 'n' },
 		{ "label", required_argument, NULL, 'l' },
+		{ "disk", required_argument, NULL, 'D' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -114,6 +117,11 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 			if (cc_parse_uint("--timeout", optarg, 1, 86400, &timeout))
 				return EX_USAGE;
 			break;
+		case 'D':
+			if (cube_parse_disk_size(optarg, &l.disk_bytes))
+				return cc_err(EX_USAGE, "--disk %s: a size from 16M to 16T in whole MiB (e.g. 4G)",
+					      optarg);
+			break;
 		case 'n': {
 			static struct cube_net_policy np;
 			char nerr[CUBE_NET_ERR_MAX];
@@ -138,7 +146,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			return bad_usage("create", "[--template T] [--vcpus N] [--memory MIB] [--timeout S] [--net none|deny|internet|FILE] [--label K=V]...");
+			return bad_usage("create", "[--template T] [--vcpus N] [--memory MIB] [--timeout S] [--disk SIZE] [--net none|deny|internet|FILE] [--label K=V]...");
 		}
 	}
 	if (optind != argc)
@@ -159,7 +167,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 	 * network set-up too.
 	 */
 	ret = -ENOENT;
-	if (!vcpus && !mem && !l.nlabels &&
+	if (!vcpus && !mem && !l.nlabels && !l.disk_bytes &&
 	    (!l.net || (t.net && l.net->mode != CUBE_NET_NONE)))
 		ret = cube_nl_pool_take(nl, t.name, &id, NULL);
 	if (ret == -EPERM || ret == -EACCES) {

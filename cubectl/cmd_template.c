@@ -12,6 +12,14 @@
  * which the guest agent configures; the snapshot keeps the device, so every
  * sandbox of the template has one (template.conf net=1).  --net none
  * builds a template without a device.  The namespace goes with cubectl.
+ *
+ * With --disk SIZE the VM gets a writable disk: a sparse file of SIZE bytes
+ * in the template's directory, formatted here with mke2fs (ext4 without a
+ * journal: the disk lives exactly as long as its sandbox), that the guest
+ * agent uses as the root's writable layer (guest/agent/disk.c).  The VMM
+ * copies it into snapshot/disk.img with the snapshot; every sandbox starts
+ * from a copy of that (lib/cube_sandbox_disk.h).  Without --disk the
+ * writable layer is a tmpfs in guest memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,11 +65,64 @@ struct build {
 	pid_t vmm;
 	unsigned int boot_timeout;
 	struct cube_net net;
+	char disk[PATH_MAX + 16];	/* the build's disk, "" for none */
 };
+
+#define BUILD_DISK	"build-disk.img"
+
+/* An empty ext4 file system on a new sparse file of @size bytes at @path. */
+static int make_disk(const char *path, uint64_t size)
+{
+	static const char *const mke2fs[] = {
+		"/usr/sbin/mke2fs", "/sbin/mke2fs", NULL,
+	};
+	const char *prog = NULL;
+	int fd, st, i;
+	pid_t pid;
+
+	for (i = 0; mke2fs[i] && !prog; i++)
+		if (!access(mke2fs[i], X_OK))
+			prog = mke2fs[i];
+	if (!prog)
+		return cc_err(EX_FAIL, "--disk needs mke2fs (install e2fsprogs)");
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
+		return cc_err(EX_FAIL, "cannot create %s: %s", path,
+			      strerror(errno));
+	if (ftruncate(fd, size)) {
+		close(fd);
+		return cc_err(EX_FAIL, "cannot size %s: %s", path,
+			      strerror(errno));
+	}
+	close(fd);
+	pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		if (devnull >= 0)
+			dup2(devnull, 1);
+		/*
+		 * No journal, no reserved blocks; inode tables left unwritten
+		 * (holes, which the guest never zeroes: noinit_itable) and the
+		 * file left sparse.
+		 */
+		execl(prog, prog, "-q", "-F", "-t", "ext4", "-b", "4096",
+		      "-m", "0", "-L", "cube-disk", "-O", "^has_journal",
+		      "-E", "lazy_itable_init=1,nodiscard", path, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st))
+		return cc_err(EX_FAIL, "%s could not make the disk's file system",
+			      prog);
+	return EX_OK;
+}
 
 static pid_t spawn_vmm(struct build *b)
 {
 	char vmm[PATH_MAX], mem[16], cpus[16], tapfd[16];
+	char append[sizeof(b->t.append) + 16];
 	const char *argv[34];
 	int n = 0;
 	pid_t pid;
@@ -83,9 +144,17 @@ static pid_t spawn_vmm(struct build *b)
 		argv[n++] = "--rootfs";
 		argv[n++] = b->t.rootfs;
 	}
-	if (b->t.append[0]) {
+	/* the agent waits for the disk and makes it the writable layer */
+	snprintf(append, sizeof(append), "%s%s%s", b->t.append,
+		 b->t.append[0] && b->disk[0] ? " " : "",
+		 b->disk[0] ? "cube.disk=1" : "");
+	if (append[0]) {
 		argv[n++] = "--append";
-		argv[n++] = b->t.append;
+		argv[n++] = append;
+	}
+	if (b->disk[0]) {
+		argv[n++] = "--disk";
+		argv[n++] = b->disk;
 	}
 	argv[n++] = "--mem";
 	argv[n++] = mem;
@@ -180,6 +249,9 @@ static void cleanup_build(struct build *b, bool failed)
 	unlink(b->control);
 	unlink(b->console);
 	rmdir(b->dir);
+	/* the snapshot has its copy (snapshot/disk.img) */
+	if (b->disk[0])
+		unlink(b->disk);
 }
 
 static int template_build(int argc, char **argv)
@@ -194,6 +266,7 @@ static int template_build(int argc, char **argv)
 		{ "run", required_argument, NULL, 'R' },
 		{ "boot-timeout", required_argument, NULL, 'b' },
 		{ "net", required_argument, NULL, 'n' },
+		{ "disk", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct cube_net_policy policy = { .mode = CUBE_NET_INTERNET };
@@ -204,6 +277,7 @@ static int template_build(int argc, char **argv)
 	const char *runs[MAX_RUN], *kernel = getenv("CUBE_KERNEL");
 	const char *initrd = getenv("CUBE_INITRD"), *rootfs = NULL;
 	unsigned long vcpus = CUBE_VCPUS_DEFAULT, mem = CUBE_MEMORY_DEFAULT, v;
+	uint64_t disk = 0;
 	struct cube_template old;
 	struct cube_agent *a = NULL;
 	char req[PATH_MAX + 64], reply[512], err[CUBE_ERR_MAX];
@@ -238,6 +312,13 @@ static int template_build(int argc, char **argv)
 				return EX_USAGE;
 			b.boot_timeout = v;
 			break;
+		case 'D':
+			if (!strcmp(optarg, "none"))
+				disk = 0;
+			else if (cube_parse_disk_size(optarg, &disk))
+				return cc_err(EX_USAGE, "--disk %s: a size from 16M to 16T in whole MiB (e.g. 2G), or none",
+					      optarg);
+			break;
 		case 'n':
 			if (cube_net_policy_parse_arg(optarg, &policy, nerr))
 				return cc_err(EX_USAGE, "--net: %s", nerr);
@@ -250,7 +331,7 @@ static int template_build(int argc, char **argv)
 			runs[nrun++] = optarg;
 			break;
 		default:
-			return cc_err(EX_USAGE, "usage: %s template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--vcpus N] [--memory MIB] [--net none|deny|internet|FILE] [--run CMD]...",
+			return cc_err(EX_USAGE, "usage: %s template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--vcpus N] [--memory MIB] [--net none|deny|internet|FILE] [--disk SIZE|none] [--run CMD]...",
 				      cc_prog);
 		}
 	}
@@ -282,6 +363,7 @@ static int template_build(int argc, char **argv)
 	b.t.vcpus = vcpus;
 	b.t.memory_mb = mem;
 	b.t.net = policy.mode != CUBE_NET_NONE;
+	b.t.disk_bytes = disk;
 	snprintf(b.t.dir, sizeof(b.t.dir), "%s", old.dir);
 	snprintf(b.t.snapshot, sizeof(b.t.snapshot), "%s/snapshot", b.t.dir);
 	snprintf(b.dir, sizeof(b.dir), "%s/build-%s-%d", cube_run_dir(),
@@ -297,6 +379,14 @@ static int template_build(int argc, char **argv)
 	if (ret) {
 		cc_err(EX_FAIL, "cannot write the template: %s", strerror(-ret));
 		goto fail;
+	}
+	if (disk) {
+		snprintf(b.disk, sizeof(b.disk), "%s/" BUILD_DISK, b.t.dir);
+		ret = make_disk(b.disk, disk);
+		if (ret) {
+			b.disk[0] = 0;	/* make_disk() left it: the dir goes */
+			goto fail;
+		}
 	}
 	if (b.t.net) {
 		/* an id no module sandbox has: builds are not sandboxes */
@@ -387,6 +477,7 @@ static int template_ls(struct cctx *c)
 			json_object_object_add(o, "kernel", json_object_new_string(t.kernel));
 			json_object_object_add(o, "initrd", json_object_new_string(t.initrd));
 			json_object_object_add(o, "rootfs", json_object_new_string(t.rootfs));
+			json_object_object_add(o, "disk_mb", json_object_new_int64(t.disk_bytes >> 20));
 			json_object_array_add(arr, o);
 		} else {
 			printf("%-20s %5u %6uM %s\n", t.name, t.vcpus, t.memory_mb,

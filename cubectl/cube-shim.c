@@ -52,11 +52,13 @@
 #include "cube_checkpoint.h"
 #include "cube_net.h"
 #include "cube_runtime.h"
+#include "cube_sandbox_disk.h"
 #include "nl_client.h"
 
 /* the VMM's inherited fds, after stdio (start_vmm()) */
 #define VMM_SANDBOX_FD	3
 #define VMM_TAP_FD	4
+#define VMM_DISK_FD	5
 
 struct shim {
 	char template_name[CUBE_NAME_MAX];
@@ -72,6 +74,10 @@ struct shim {
 	struct cube_net net;
 	char **vmm_argv;
 	int vmm_argc;
+	uint64_t disk_want;		/* --disk: bytes, 0 for the snapshot's */
+	uint64_t disk_size;		/* the disk it got, 0: none */
+	uint64_t disk_snap_size;	/* the snapshot's disk */
+	int disk_fd;
 
 	int sbfd;
 	int sfd;			/* signalfd: TERM, INT, HUP, CHLD */
@@ -126,6 +132,7 @@ static int parse_args(struct shim *s, int argc, char **argv)
 		{ "report-fd", required_argument, NULL, 'r' },
 		{ "net-policy", required_argument, NULL, 'n' },
 		{ "end-after", required_argument, NULL, 'e' },
+		{ "disk", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end, *eq;
@@ -187,6 +194,14 @@ static int parse_args(struct shim *s, int argc, char **argv)
 			s->has_net = true;
 			break;
 		}
+		case 'd':
+			errno = 0;
+			s->disk_want = strtoull(optarg, &end, 10);
+			if (*end || errno || s->disk_want < CUBE_SANDBOX_DISK_MIN ||
+			    s->disk_want > CUBE_SANDBOX_DISK_MAX ||
+			    s->disk_want % 4096)
+				return -EINVAL;
+			break;
 		case 'e':
 			s->end_after = strtoul(optarg, &end, 10);
 			if (*end || !s->end_after || s->end_after > 86400)
@@ -467,10 +482,55 @@ static int write_end(struct shim *s)
 	return ret;
 }
 
+/* The directory the VMM restores from: its --restore argument. */
+static const char *restore_dir(struct shim *s)
+{
+	int i;
+
+	for (i = 0; i + 1 < s->vmm_argc; i++)
+		if (!strcmp(s->vmm_argv[i], "--restore"))
+			return s->vmm_argv[i + 1];
+	return NULL;
+}
+
+/*
+ * A snapshot with a disk (template, fork or paused sandbox) gives the
+ * sandbox a copy of it (lib/cube_sandbox_disk.h), which the VMM gets as an
+ * inherited descriptor and nobody else opens.
+ */
+static int setup_disk(struct shim *s)
+{
+	const char *snap = restore_dir(s);
+	char path[PATH_MAX + 16], err[CUBE_ERR_MAX] = "";
+	struct stat st;
+	int fd;
+
+	if (!snap) {
+		report(s, EINVAL, "no snapshot to restore");
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "%s/" CUBE_DISK_FILE, snap);
+	if (lstat(path, &st)) {
+		if (!s->disk_want)
+			return 0;	/* memory-only: the template has no disk */
+		report(s, EINVAL, "the template has no writable disk");
+		return -EINVAL;
+	}
+	s->disk_snap_size = st.st_size;
+	fd = cube_sandbox_disk_create(s->id, snap, s->disk_want, &s->disk_size,
+				      err);
+	if (fd < 0) {
+		report(s, -fd, "%s", err[0] ? err : strerror(-fd));
+		return fd;
+	}
+	s->disk_fd = fd;
+	return 0;
+}
+
 static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
-	char name[32], tapfd[16], sbfd[16], cpdir[PATH_MAX + 16];
+	char name[32], tapfd[16], sbfd[16], diskfd[16], cpdir[PATH_MAX + 16];
 	char **argv;
 	int i, n = 0;
 
@@ -513,6 +573,11 @@ static int start_vmm(struct shim *s)
 		argv[n++] = "--net-tap-fd";
 		argv[n++] = tapfd;
 	}
+	if (s->disk_fd >= 0) {
+		snprintf(diskfd, sizeof(diskfd), "%d", VMM_DISK_FD);
+		argv[n++] = "--disk-fd";
+		argv[n++] = diskfd;
+	}
 	argv[n] = NULL;
 
 	s->vmm = fork();
@@ -524,7 +589,7 @@ static int start_vmm(struct shim *s)
 	if (s->vmm == 0) {
 		char logp[PATH_MAX + 16];
 		sigset_t none;
-		int log, sb, tap = -1;
+		int log, sb, tap = -1, disk = -1;
 
 		/* the VMM's own messages, to tell why it failed */
 		snprintf(logp, sizeof(logp), "%s/vmm.log", s->dir);
@@ -546,13 +611,20 @@ static int start_vmm(struct shim *s)
 			tap = fcntl(s->net.tap_fd, F_DUPFD_CLOEXEC, 16);
 		if (sb < 0 || dup2(sb, VMM_SANDBOX_FD) < 0)
 			_exit(127);
+		if (s->disk_fd >= 0)
+			disk = fcntl(s->disk_fd, F_DUPFD_CLOEXEC, 16);
 		if (s->net.tap_fd >= 0 &&
 		    (tap < 0 || dup2(tap, VMM_TAP_FD) < 0))
 			_exit(127);
-		if (close_range(VMM_TAP_FD + 1, ~0U, 0))
+		if (s->disk_fd >= 0 &&
+		    (disk < 0 || dup2(disk, VMM_DISK_FD) < 0))
+			_exit(127);
+		if (close_range(VMM_DISK_FD + 1, ~0U, 0))
 			_exit(127);
 		if (s->net.tap_fd < 0)
 			close(VMM_TAP_FD);
+		if (s->disk_fd < 0)
+			close(VMM_DISK_FD);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(127);
@@ -676,6 +748,9 @@ static int wait_agent(struct shim *s)
 	if (!ret && getrandom(seed, sizeof(seed), 0) == sizeof(seed))
 		ret = cube_agent_reseed(a, seed, sizeof(seed));
 	explicit_bzero(seed, sizeof(seed));
+	/* a disk larger than the snapshot's: its file system grows to fill it */
+	if (!ret && s->disk_size > s->disk_snap_size)
+		ret = cube_agent_disk_grow(a, s->disk_size);
 	if (ret)
 		report(s, -ret, "cannot set up the guest: %s",
 		       cube_agent_error(a));
@@ -761,7 +836,7 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 
 int main(int argc, char **argv)
 {
-	struct shim s = { .report_fd = -1, .sbfd = -1, .sfd = -1,
+	struct shim s = { .report_fd = -1, .sbfd = -1, .sfd = -1, .disk_fd = -1,
 			  .net = { .netns_fd = -1, .tap_fd = -1 },
 			  .vcpus = CUBE_VCPUS_DEFAULT,
 			  .memory_mb = CUBE_MEMORY_DEFAULT,
@@ -789,7 +864,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.sfd = sfd;
-	if (register_sandbox(&s) || make_dir(&s) || setup_net(&s))
+	if (register_sandbox(&s) || make_dir(&s) || setup_disk(&s) ||
+	    setup_net(&s))
 		goto out;
 	if (start_vmm(&s))
 		goto out;
@@ -840,6 +916,8 @@ out:
 		cube_audit_id(s.id, "exited", "cube-shim", f);
 	}
 	cube_net_close(&s.net);
+	if (s.disk_fd >= 0)
+		cube_sandbox_disk_remove(s.id, s.disk_fd);
 	remove_dir(&s);
 	/* a fork's snapshot lives as long as the fork */
 	if (s.own_snapshot)

@@ -188,7 +188,7 @@ static const struct {
 	int (*fn)(struct cctx *c, int argc, char **argv);
 	const char *help;
 } cmds[] = {
-	{ "create", cmd_create, "create [--template T] [--vcpus N] [--memory MIB] [--timeout S] [--net none|deny|internet|FILE] [--label K=V]..." },
+	{ "create", cmd_create, "create [--template T] [--vcpus N] [--memory MIB] [--timeout S] [--disk SIZE] [--net none|deny|internet|FILE] [--label K=V]..." },
 	{ "exec", cmd_exec, "exec [-i] [-t] [--env K=V]... [--cwd D] [--user U] [--timeout S] ID -- CMD [ARG]..." },
 	{ "run", cmd_run, "run ID [--language L] CODE|-  (the code interpreter: text, images saved)" },
 	{ "fork", cmd_fork, "fork ID" },
@@ -200,7 +200,7 @@ static const struct {
 	{ "cp", cmd_cp, "cp ID:PATH LOCAL | LOCAL ID:PATH  (LOCAL may be -)" },
 	{ "events", cmd_events, "events" },
 	{ "stats", cmd_stats, "stats [ID]" },
-	{ "template", cmd_template, "template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--run CMD]... | template ls | template rm NAME" },
+	{ "template", cmd_template, "template build NAME --kernel K [--initrd I] [--rootfs IMG] [--append ARGS] [--disk SIZE] [--run CMD]... | template ls | template rm NAME" },
 	{ "pool", cmd_pool, "pool set TEMPLATE --size N [--low N] | pool ls" },
 	{ "net", cmd_net, "net show ID | net set ID none|deny|internet|FILE" },
 	{ "checkpoint", cmd_checkpoint, "checkpoint ID [NAME] | checkpoint ls ID | checkpoint rm ID NAME" },

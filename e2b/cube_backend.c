@@ -24,6 +24,7 @@
 #include "cube_backend_int.h"
 #include "cube_proc.h"
 #include "cube_runtime.h"
+#include "cube_sandbox_disk.h"
 #include "nl_client.h"
 
 /* --- the metadata file --- */
@@ -576,6 +577,8 @@ void cube_be_to_e2b(const struct sbx *s, struct e2b_sandbox *out)
 	out->end_at = s->end_at ? s->end_at : s->started_at + E2B_TIMEOUT_MAX;
 	out->vcpus = s->vcpus;
 	out->memory_mb = s->memory_mb;
+	/* its writable disk, when its template has one (0: memory only) */
+	out->disk_mb = cube_sandbox_disk_size(s->id) >> 20;
 	out->auto_pause = s->auto_pause;
 	out->auto_resume = s->auto_resume;
 	strcpy(out->envd_token, s->token);

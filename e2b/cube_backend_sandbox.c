@@ -16,6 +16,7 @@
 #include "cube_backend_int.h"
 #include "cube_proc.h"
 #include "cube_runtime.h"
+#include "cube_sandbox_disk.h"
 #include "nl_client.h"
 
 /* --- life cycle --- */
@@ -676,8 +677,17 @@ static int sample_locked(struct cube_backend *b, struct sbx *s,
 		s->cpu.cpu_ns = cpu;
 		s->cpu.wall_ns = wall;
 	}
-	/* the root image: its size and the blocks it holds */
-	if (!cube_template_load(s->template_name, &t, NULL) && t.rootfs[0] &&
+	/*
+	 * Its writable disk (Documentation/disks.rst): the size, and what the
+	 * host holds for it, which the guest's discards keep near what it
+	 * uses; else the root image, its size and the blocks it holds.
+	 */
+	if (!cube_sandbox_disk_stat(s->id, &st)) {
+		out->disk_total = st.st_size;
+		out->disk_used = (uint64_t)st.st_blocks * 512;
+		if (out->disk_used > out->disk_total)
+			out->disk_used = out->disk_total;
+	} else if (!cube_template_load(s->template_name, &t, NULL) && t.rootfs[0] &&
 	    !stat(t.rootfs, &st)) {
 		out->disk_total = st.st_size;
 		out->disk_used = (uint64_t)st.st_blocks * 512;

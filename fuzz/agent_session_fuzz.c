@@ -85,6 +85,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (cfg.rootfd < 0)
 		die(root);
 	cfg.ready = true;
+	cfg.disk_fd = -1;
 	atexit(cleanup);
 	return 0;
 }

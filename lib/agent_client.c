@@ -522,6 +522,22 @@ int cube_agent_set_identity(struct cube_agent *a,
 	return client_simple(a, &b, id);
 }
 
+int cube_agent_disk_grow(struct cube_agent *a, uint64_t size)
+{
+	struct cube_wire_buf b = { 0 };
+	uint32_t id;
+	int err = client_idle(a);
+
+	if (err)
+		return err;
+	if (!size)
+		return client_fail(a, -EINVAL, "a disk of 0 bytes");
+	id = client_new_id(a);
+	cube_wire_start(&b, CUBE_MSG_DISK_GROW, id);
+	cube_wire_put_u64(&b, CUBE_ATTR_SIZE, size);
+	return client_simple(a, &b, id);
+}
+
 int cube_agent_reseed(struct cube_agent *a, const void *seed, size_t len)
 {
 	struct cube_wire_buf b = { 0 };

@@ -63,6 +63,11 @@ int cube_agent_set_identity(struct cube_agent *a,
 			    const struct cube_agent_identity *id);
 /* Mixes @len (CUBE_AGENT_MIN_SEED..MAX_SEED) bytes into the guest's RNG. */
 int cube_agent_reseed(struct cube_agent *a, const void *seed, size_t len);
+/*
+ * Grows the file system of the guest's writable disk to @size bytes, once
+ * its device has that capacity (the agent waits a few seconds for it).
+ */
+int cube_agent_disk_grow(struct cube_agent *a, uint64_t size);
 
 /* --- commands --- */
 

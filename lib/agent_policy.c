@@ -104,6 +104,11 @@ static const struct cube_wire_policy pol_identity = {
 	U64(CUBE_ATTR_TIME_NS),
 };
 
+static const struct cube_wire_policy pol_disk_grow = {
+	U64(CUBE_ATTR_SIZE),
+	.required = REQ(CUBE_ATTR_SIZE),
+};
+
 static const struct cube_wire_policy pol_error = {
 	U32(CUBE_ATTR_ERRNO),
 	STR(CUBE_ATTR_MESSAGE, CUBE_AGENT_MAX_MESSAGE),
@@ -200,6 +205,8 @@ const struct cube_wire_policy *cube_wire_policy(uint16_t type)
 		return &pol_rename;
 	case CUBE_MSG_RESEED:
 		return &pol_reseed;
+	case CUBE_MSG_DISK_GROW:
+		return &pol_disk_grow;
 	case CUBE_MSG_IDENTITY:
 		return &pol_identity;
 	case CUBE_MSG_END:

@@ -93,6 +93,8 @@ enum cube_agent_msg {
 	CUBE_MSG_WATCH		= 0x27,	/* PATH [RECURSIVE] -> OK, then FS_EVENT*; ERROR */
 	CUBE_MSG_RESEED		= 0x30,	/* SEED -> OK | ERROR */
 	CUBE_MSG_IDENTITY	= 0x31,	/* HOSTNAME? SANDBOX_ID? TIME_NS? */
+	CUBE_MSG_DISK_GROW	= 0x32,	/* SIZE: grow the writable disk's file system
+					 * to SIZE bytes -> OK | ERROR */
 	CUBE_MSG_DATA		= 0x40,	/* DATA: one chunk, both directions */
 	CUBE_MSG_END		= 0x41,	/* end of a DATA or DIRENT stream */
 

@@ -26,11 +26,10 @@
 #include "agent_client.h"
 #include "cube_checkpoint_rec.h"
 #include "cube_runtime.h"
+#include "cube_sandbox_disk.h"
 #include "nl_client.h"
 
-static void set_err(char *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void set_err(char *err, const char *fmt, ...)
+void cube_set_err(char *err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -169,6 +168,39 @@ static int parse_uint(const char *s, unsigned int max, unsigned int *out)
 	return 0;
 }
 
+int cube_parse_disk_size(const char *s, uint64_t *bytes)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'T': case 't': shift += 10; /* fall through */
+	case 'G': case 'g': shift += 10; /* fall through */
+	case 'M': case 'm': shift += 10; /* fall through */
+	case 'K': case 'k': shift += 10; end++; break;
+	case '\0': break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B' && shift)
+		end++;
+	if (*end || v > (CUBE_SANDBOX_DISK_MAX >> shift))
+		return -EINVAL;
+	v <<= shift;
+	if (v < CUBE_SANDBOX_DISK_MIN || v > CUBE_SANDBOX_DISK_MAX || v % (1ULL << 20))
+		return -EINVAL;
+	*bytes = v;
+	return 0;
+}
+
 int cube_template_load(const char *name, struct cube_template *t, char *err)
 {
 	char path[PATH_MAX + 32], *line = NULL;
@@ -180,7 +212,7 @@ int cube_template_load(const char *name, struct cube_template *t, char *err)
 	memset(t, 0, sizeof(*t));
 	ret = template_dir(name, t->dir, sizeof(t->dir));
 	if (ret) {
-		set_err(err, "'%s' is not a valid template name", name);
+		cube_set_err(err, "'%s' is not a valid template name", name);
 		return ret;
 	}
 	snprintf(t->name, sizeof(t->name), "%s", name);
@@ -193,7 +225,7 @@ int cube_template_load(const char *name, struct cube_template *t, char *err)
 	f = fopen(path, "re");
 	if (!f) {
 		ret = -errno;
-		set_err(err, ret == -ENOENT ? "unknown template '%s'" :
+		cube_set_err(err, ret == -ENOENT ? "unknown template '%s'" :
 			"cannot read template '%s'", name);
 		return ret;
 	}
@@ -229,6 +261,14 @@ int cube_template_load(const char *name, struct cube_template *t, char *err)
 
 			ret = parse_uint(val, 1, &v);
 			t->net = v;
+		} else if (!strcmp(line, "disk")) {
+			char *end;
+
+			errno = 0;
+			t->disk_bytes = strtoull(val, &end, 10);
+			if (errno || *end || t->disk_bytes < CUBE_SANDBOX_DISK_MIN ||
+			    t->disk_bytes > CUBE_SANDBOX_DISK_MAX)
+				ret = -EINVAL;
 		}
 		if (ret)
 			break;
@@ -236,7 +276,7 @@ int cube_template_load(const char *name, struct cube_template *t, char *err)
 	free(line);
 	fclose(f);
 	if (ret)
-		set_err(err, "template '%s': bad line %d in template.conf",
+		cube_set_err(err, "template '%s': bad line %d in template.conf",
 			name, lineno);
 	return ret;
 }
@@ -266,6 +306,8 @@ int cube_template_save(const struct cube_template *t)
 	fprintf(f, "vcpus=%u\nmemory=%u\n", t->vcpus, t->memory_mb);
 	if (t->net)
 		fprintf(f, "net=1\n");
+	if (t->disk_bytes)
+		fprintf(f, "disk=%llu\n", (unsigned long long)t->disk_bytes);
 	if (fclose(f) || rename(tmp, path)) {
 		int ret = -errno;
 
@@ -442,7 +484,7 @@ static int read_report(int fd, int timeout_s, uint64_t *id, char *err)
 		ssize_t n;
 
 		if (left <= 0) {
-			set_err(err, "the sandbox did not start within %d s",
+			cube_set_err(err, "the sandbox did not start within %d s",
 				timeout_s);
 			return -ETIMEDOUT;
 		}
@@ -488,10 +530,10 @@ static int read_report(int fd, int timeout_s, uint64_t *id, char *err)
 			*nl = '\0';
 		while (*msg == ' ')
 			msg++;
-		set_err(err, "%s", msg);
+		cube_set_err(err, "%s", msg);
 		return e > 0 && e < 4096 ? -e : -EIO;
 	}
-	set_err(err, "the sandbox supervisor died while starting");
+	cube_set_err(err, "the sandbox supervisor died while starting");
 	return -EIO;
 }
 
@@ -501,7 +543,7 @@ static int read_report(int fd, int timeout_s, uint64_t *id, char *err)
 int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 {
 	char *policy = NULL;
-	char shim[PATH_MAX], vmm[PATH_MAX], num[4][32];
+	char shim[PATH_MAX], vmm[PATH_MAX], num[5][32];
 	const char *argv[64 + 2 * CUBE_LABELS_MAX];
 	char labels[CUBE_LABELS_MAX][CUBE_NAME_MAX + CUBE_LABEL_VALUE_MAX + 2];
 	unsigned int timeout = l->boot_timeout ? l->boot_timeout :
@@ -513,16 +555,27 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 	if (l->nlabels > CUBE_LABELS_MAX)
 		return -E2BIG;
 	if (!l->tmpl->net && l->net && l->net->mode != CUBE_NET_NONE) {
-		set_err(err, "template '%s' has no network device (built with --net none)",
+		cube_set_err(err, "template '%s' has no network device (built with --net none)",
 			l->tmpl->name);
 		return -EINVAL;
 	}
+	if (l->disk_bytes && !l->tmpl->disk_bytes) {
+		cube_set_err(err, "template '%s' has no writable disk (built without --disk)",
+			l->tmpl->name);
+		return -EINVAL;
+	}
+	if (l->disk_bytes && l->disk_bytes < l->tmpl->disk_bytes) {
+		cube_set_err(err, "template '%s' has a disk of %llu MiB: a sandbox's is at least that",
+			l->tmpl->name,
+			(unsigned long long)(l->tmpl->disk_bytes >> 20));
+		return -EINVAL;
+	}
 	if (cube_find_helper("cube-shim", "CUBE_SHIM", shim, sizeof(shim))) {
-		set_err(err, "cube-shim not found (set CUBE_SHIM)");
+		cube_set_err(err, "cube-shim not found (set CUBE_SHIM)");
 		return -ENOENT;
 	}
 	if (cube_find_helper("cube-vmm", "CUBE_VMM", vmm, sizeof(vmm))) {
-		set_err(err, "cube-vmm not found (set CUBE_VMM)");
+		cube_set_err(err, "cube-vmm not found (set CUBE_VMM)");
 		return -ENOENT;
 	}
 	snprintf(num[0], sizeof(num[0]), "%u",
@@ -550,6 +603,12 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 		argv[argc++] = "--end-after";
 		argv[argc++] = num[3];
 	}
+	if (l->disk_bytes) {
+		snprintf(num[4], sizeof(num[4]), "%llu",
+			 (unsigned long long)l->disk_bytes);
+		argv[argc++] = "--disk";
+		argv[argc++] = num[4];
+	}
 	if (l->own_snapshot) {
 		argv[argc++] = "--own-snapshot";
 		argv[argc++] = l->tmpl->snapshot;
@@ -565,7 +624,7 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 					   NET_POLICY_ARG_MAX);
 		if (n < 0) {
 			free(policy);
-			set_err(err, "cannot pass the network policy: %s",
+			cube_set_err(err, "cannot pass the network policy: %s",
 				strerror(-n));
 			return n;
 		}
@@ -725,7 +784,7 @@ int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 			ret = 0;
 		}
 		if (ret) {
-			set_err(err, "cannot read sandbox %llu's network policy: %s",
+			cube_set_err(err, "cannot read sandbox %llu's network policy: %s",
 				(unsigned long long)id, strerror(-ret));
 			free(policy);
 			return ret;
@@ -747,7 +806,7 @@ int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 	ret = cube_control(ctl, req, reply, sizeof(reply));
 	if (ret) {
 		cube_remove_tree(t.snapshot);
-		set_err(err, "cannot snapshot sandbox %llu: %s",
+		cube_set_err(err, "cannot snapshot sandbox %llu: %s",
 			(unsigned long long)id, reply[0] ? reply : strerror(-ret));
 		free(policy);
 		return ret == -ECONNREFUSED ? -ENOENT : ret;
@@ -776,7 +835,7 @@ int cube_sandbox_checkpoint(uint64_t id, const char *dir, char *err)
 	if (ret) {
 		cube_control(ctl, "resume\n", reply + 256, sizeof(reply) - 256);
 		cube_remove_tree(dir);
-		set_err(err, "cannot snapshot sandbox %llu: %s",
+		cube_set_err(err, "cannot snapshot sandbox %llu: %s",
 			(unsigned long long)id, reply[0] ? reply : strerror(-ret));
 		return ret == -ECONNREFUSED ? -ENOENT : ret;
 	}
@@ -822,17 +881,17 @@ static int cp_request(uint64_t id, const char *req, char *reply, size_t len,
 		return ret;
 	ret = cube_control(ctl, req, reply, len);
 	if (ret == -ENOENT || ret == -ECONNREFUSED) {
-		set_err(err, "no sandbox %llu", (unsigned long long)id);
+		cube_set_err(err, "no sandbox %llu", (unsigned long long)id);
 		return -ENOENT;
 	}
 	if (ret != -EIO || strncmp(reply, "ERR", 3)) {
 		if (ret)
-			set_err(err, "sandbox %llu: %s", (unsigned long long)id,
+			cube_set_err(err, "sandbox %llu: %s", (unsigned long long)id,
 				reply[0] ? reply : strerror(-ret));
 		return ret;
 	}
 	msg = reply[3] == ' ' ? reply + 4 : reply + 3;
-	set_err(err, "sandbox %llu: %s", (unsigned long long)id, msg);
+	cube_set_err(err, "sandbox %llu: %s", (unsigned long long)id, msg);
 	if (!strncmp(msg, "no checkpoint ", 14))
 		return -ENOENT;
 	if (!strncmp(msg, "bad checkpoint name", 19))
@@ -855,7 +914,7 @@ int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
 	int ret;
 
 	if (!cube_cp_name_valid(name)) {
-		set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
+		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
 		return -EINVAL;
 	}
 	snprintf(req, sizeof(req), "checkpoint %s\n", name);
@@ -864,7 +923,7 @@ int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
 		return ret;
 	if (sscanf(reply, "OK checkpoint %64s %u ms pages=%llu", got, &m,
 		   &p) != 3) {
-		set_err(err, "sandbox %llu: unexpected answer: %s",
+		cube_set_err(err, "sandbox %llu: unexpected answer: %s",
 			(unsigned long long)id, reply);
 		return -EPROTO;
 	}
@@ -910,7 +969,7 @@ int cube_sandbox_cp_remove(uint64_t id, const char *name, char *err)
 	char req[128], reply[256];
 
 	if (!cube_cp_name_valid(name)) {
-		set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
+		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
 		return -EINVAL;
 	}
 	snprintf(req, sizeof(req), "checkpoint-rm %s\n", name);
@@ -949,7 +1008,7 @@ static int rollback_setup_guest(uint64_t id, char *err)
 				r = cube_control(ctl, "status\n", reply,
 						 sizeof(reply));
 			if (r == -ENOENT || r == -ECONNREFUSED) {
-				set_err(err, "sandbox %llu ended during the rollback",
+				cube_set_err(err, "sandbox %llu ended during the rollback",
 					(unsigned long long)id);
 				return -ENOENT;
 			}
@@ -958,7 +1017,7 @@ static int rollback_setup_guest(uint64_t id, char *err)
 		usleep(10 * 1000);
 	}
 	if (!a) {
-		set_err(err, "sandbox %llu: the guest agent did not answer after the rollback",
+		cube_set_err(err, "sandbox %llu: the guest agent did not answer after the rollback",
 			(unsigned long long)id);
 		return ret;
 	}
@@ -981,10 +1040,16 @@ static int rollback_setup_guest(uint64_t id, char *err)
 			ret = cube_agent_reseed(a, seed, sizeof(seed));
 	}
 	explicit_bzero(seed, sizeof(seed));
+	/*
+	 * Back at the template's memory, the file system is the template's
+	 * size again while the disk kept the sandbox's: it grows back.
+	 */
+	if (!ret && cube_sandbox_disk_size(id))
+		ret = cube_agent_disk_grow(a, cube_sandbox_disk_size(id));
 	if (!ret)
 		ret = cube_agent_ping(a, &info);
 	if (ret)
-		set_err(err, "sandbox %llu: cannot set up the guest after the rollback: %s",
+		cube_set_err(err, "sandbox %llu: cannot set up the guest after the rollback: %s",
 			(unsigned long long)id, cube_agent_error(a));
 	cube_agent_close(a);
 	return ret;
@@ -999,7 +1064,7 @@ int cube_sandbox_rollback(uint64_t id, const char *name,
 	int fd, ret;
 
 	if (name && !cube_cp_name_valid(name)) {
-		set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
+		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
 		return -EINVAL;
 	}
 	ret = cube_sandbox_path(path, sizeof(path), id, CUBE_CP_LOCK_FILE);
@@ -1010,15 +1075,15 @@ int cube_sandbox_rollback(uint64_t id, const char *name,
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			set_err(err, "no sandbox %llu", (unsigned long long)id);
+			cube_set_err(err, "no sandbox %llu", (unsigned long long)id);
 		else
-			set_err(err, "sandbox %llu: %s: %s",
+			cube_set_err(err, "sandbox %llu: %s: %s",
 				(unsigned long long)id, path, strerror(-ret));
 		return ret;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		set_err(err, "sandbox %llu: %s", (unsigned long long)id,
+		cube_set_err(err, "sandbox %llu: %s", (unsigned long long)id,
 			ret == -EBUSY ? "busy: another rollback is under way" :
 			strerror(-ret));
 		close(fd);
@@ -1032,7 +1097,7 @@ int cube_sandbox_rollback(uint64_t id, const char *name,
 	memset(r, 0, sizeof(*r));
 	if (sscanf(reply, "OK rollback %64s %llu us pages=%llu", r->target,
 		   &us, &pages) != 3) {
-		set_err(err, "sandbox %llu: unexpected answer: %s",
+		cube_set_err(err, "sandbox %llu: unexpected answer: %s",
 			(unsigned long long)id, reply);
 		ret = -EPROTO;
 		goto out;

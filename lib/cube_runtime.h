@@ -16,6 +16,10 @@
  * sandboxes are restored from.  "net=1": the template was built with a
  * network device, so each of its sandboxes gets a network namespace and a
  * tap (lib/cube_net.h) and an egress policy (default "internet").
+ * "disk=BYTES": the template was built with a writable disk of that size
+ * (snapshot/disk.img); each of its sandboxes gets a copy of it, at least
+ * that large (lib/cube_sandbox_disk.h).  Without it, what a sandbox writes
+ * lives in guest memory.
  */
 #ifndef CUBE_RUNTIME_H
 #define CUBE_RUNTIME_H
@@ -32,6 +36,19 @@
 #define CUBE_VCPUS_DEFAULT	1
 #define CUBE_MEMORY_DEFAULT	256	/* MiB */
 #define CUBE_BOOT_TIMEOUT	120	/* seconds a sandbox may take to answer */
+#define CUBE_SANDBOX_DISK_MIN	(16ULL << 20)	/* bytes of a writable disk */
+#define CUBE_SANDBOX_DISK_MAX	(16ULL << 40)
+
+/*
+ * cube_parse_size() - "N", "NK", "NM", "NG" or "NT" (powers of 1024) in
+ * bytes: -EINVAL unless a whole number of MiB from CUBE_SANDBOX_DISK_MIN to
+ * CUBE_SANDBOX_DISK_MAX.
+ */
+int cube_parse_disk_size(const char *s, uint64_t *bytes);
+
+/* a one-line reason into @err (CUBE_ERR_MAX bytes; NULL: none) */
+void cube_set_err(char *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 const char *cube_run_dir(void);
 const char *cube_state_dir(void);
@@ -57,6 +74,7 @@ struct cube_template {
 	unsigned int vcpus;
 	unsigned int memory_mb;
 	bool net;			/* built with a network device */
+	uint64_t disk_bytes;		/* its writable disk, 0: none */
 	char dir[PATH_MAX];		/* the template's directory */
 	char snapshot[PATH_MAX + 16];	/* its snapshot directory */
 };
@@ -105,6 +123,8 @@ struct cube_launch {
 	unsigned int end_after;
 	/* egress policy; NULL: "internet" where the template has a device */
 	const struct cube_net_policy *net;
+	/* the writable disk's size; 0: the snapshot's (the template's) */
+	uint64_t disk_bytes;
 };
 
 /**

@@ -54,6 +54,8 @@ struct agent_config {
 	bool allow_system;	/* hostname, clock and RNG may be changed */
 	bool ready;		/* the sandbox root is in place */
 	uint32_t park_timeout_ms;	/* a parked command's life unattached */
+	int disk_fd;		/* the writable disk's file system, -1: none */
+	char disk_dev[64];	/* its block device ("vdb") */
 };
 
 struct exec_state;
@@ -101,9 +103,13 @@ void exec_kill(struct session *s);
 void exec_attached(struct session *s, uint32_t id);
 uint64_t exec_now_ms(void);
 
-/* main.c: the control socket between a session and the main process */
+/* park.c: the control socket between a session and the main process */
 int park_send(int ctl, const struct park_msg *pm, int fd);
 int park_recv(int ctl, struct park_msg *pm, int *fd);
+
+/* disk.c */
+int disk_mount(struct agent_config *cfg, const char *dir);
+int disk_request(struct session *s, const struct cube_wire_msg *m);
 
 /* files.c */
 int files_request(struct session *s, const struct cube_wire_msg *m);

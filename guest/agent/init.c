@@ -3,14 +3,16 @@
  * init.c: the guest side of the agent as PID 1.  Mounts the kernel
  * filesystems, loads the modules the Debian cloud kernel needs from the
  * initramfs, configures the sandbox network when there is a network card
- * (net.c), mounts the read-only root image with an overlay over a tmpfs
- * writable layer, makes the merged tree the root and names the sandbox's
- * resolver in its /etc/resolv.conf (and localhost in /etc/hosts if the
- * image has none).
+ * (net.c), mounts the read-only root image with an overlay over a writable
+ * layer (a tmpfs, or the sandbox's writable disk: disk.c), makes the merged
+ * tree the root and names the sandbox's resolver in its /etc/resolv.conf
+ * (and localhost in /etc/hosts if the image has none).
  *
  * Kernel command line (all optional):
  *   cube.root=/dev/vda        the root image's block device
  *   cube.rootfstype=ext4      its filesystem (else ext4, erofs, squashfs)
+ *   cube.disk=1               the writable layer is the disk with serial
+ *                             cube-disk (disk.c), not a tmpfs
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -110,11 +112,16 @@ static void loopback_up(void)
 	close(fd);
 }
 
-static int switch_root(void)
+/* @disk: the upper layer is the writable disk (disk.c), else a tmpfs */
+static int switch_root(struct agent_config *cfg, bool disk)
 {
 	int err;
 
-	err = mount_at("none", RW, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
+	if (disk)
+		err = disk_mount(cfg, RW);
+	else
+		err = mount_at("none", RW, "tmpfs", MS_NOSUID | MS_NODEV,
+			       "mode=0755");
 	if (err)
 		return err;
 	mkdir(RW "/upper", 0755);
@@ -159,6 +166,7 @@ static int switch_root(void)
 int init_guest(struct agent_config *cfg)
 {
 	char cmdline[4096] = "", dev[256], fstype[32], ifname[IFNAMSIZ];
+	char disk[8];
 	const char *what = NULL;
 	ssize_t n;
 	int fd, err, net;
@@ -194,11 +202,12 @@ int init_guest(struct agent_config *cfg)
 	cfg->state = "/run/cube";
 	cmdline_value(cmdline, "cube.root", dev, sizeof(dev), "/dev/vda");
 	cmdline_value(cmdline, "cube.rootfstype", fstype, sizeof(fstype), "");
+	cmdline_value(cmdline, "cube.disk", disk, sizeof(disk), "0");
 	err = wait_for(dev);
 	if (!err)
 		err = mount_lower(dev, fstype);
 	if (!err)
-		err = switch_root();
+		err = switch_root(cfg, !strcmp(disk, "1"));
 	if (err) {
 		cfg->state = "/tmp";
 		return err;

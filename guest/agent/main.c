@@ -354,6 +354,7 @@ int main(int argc, char **argv)
 	struct agent_config cfg = {
 		.root = "/", .rootfd = -1, .ready = true,
 		.park_timeout_ms = CUBE_AGENT_PARK_TIMEOUT_MS,
+		.disk_fd = -1,
 	};
 	unsigned long v;
 	char *end;

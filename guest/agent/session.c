@@ -236,6 +236,8 @@ static int dispatch(struct session *s, const struct cube_agent_hdr *hdr,
 	case CUBE_MSG_RESEED:
 	case CUBE_MSG_IDENTITY:
 		return system_request(s, &m);
+	case CUBE_MSG_DISK_GROW:
+		return disk_request(s, &m);
 	case CUBE_MSG_WATCH:
 		return watch_start(s, &m);
 	default:

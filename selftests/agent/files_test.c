@@ -692,6 +692,9 @@ TEST_F(files, identity_outside_a_guest)
 	EXPECT_EQ(cube_agent_reseed(self->a, seed, sizeof(seed)), -EPERM);
 	EXPECT_EQ(cube_agent_reseed(self->a, seed, CUBE_AGENT_MIN_SEED - 1), -EINVAL);
 	EXPECT_EQ(cube_agent_reseed(self->a, seed, CUBE_AGENT_MAX_SEED + 1), -EINVAL);
+	/* so is the writable disk (a guest's own: disk.c) */
+	EXPECT_EQ(cube_agent_disk_grow(self->a, 64 << 20), -EPERM);
+	EXPECT_EQ(cube_agent_disk_grow(self->a, 0), -EINVAL);
 	ASSERT_EQ(cube_agent_ping(self->a, &info), 0);
 	EXPECT_STREQ(info.sandbox_id, "sbx-1234_a.b");
 }

@@ -23,6 +23,7 @@
 # its supervisor, its host-side device and its program go with it.
 cd "$(dirname "$0")" || exit 1
 . ./ktap.sh
+. ./sandbox.sh
 
 C=./cubectl
 # iproute2's ip (namespaces), not busybox's
@@ -102,14 +103,6 @@ counted() {	# NAME ID REASON BEFORE
 
 host_links() {
 	ip -o link show | grep -c ': cube[0-9]'
-}
-
-# pid of the VMM of sandbox ID (its command line names cube-ID)
-vmm_pid() {
-	for p in /proc/[0-9]*; do
-		tr '\0' ' ' < "$p/cmdline" 2>/dev/null |
-			grep -q -- "--id cube-$1 " && { echo "${p#/proc/}"; return; }
-	done
 }
 
 wait_links() {	# N: wait until L1 has N cube links (10 s)

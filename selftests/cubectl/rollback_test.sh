@@ -13,6 +13,7 @@
 # Needs cube.ko, /dev/kvm, the guest rootfs disk.
 cd "$(dirname "$0")" || exit 1
 . ./ktap.sh
+. ./sandbox.sh
 
 C=./cubectl
 T=/tmp/rollback-test
@@ -29,10 +30,6 @@ cleanup() {
 	rm -rf $T /tmp/rollback-rootfs.ext4
 }
 trap cleanup EXIT
-
-no_sandbox() {
-	[ "$($C --json stats | sed -n 's/.*"sandboxes": *\([0-9]*\).*/\1/p')" = 0 ]
-}
 
 # the module's snapshots (templates' and checkpoints')
 snaps() {
@@ -54,31 +51,6 @@ dirs() {
 
 gone() {
 	! $C inspect "$1" >/dev/null 2>&1 && [ ! -e "$CUBE_RUN_DIR/sandboxes/$1" ]
-}
-
-# x ID CMD: the output of a shell command in sandbox ID
-x() {
-	$C exec --timeout 60 "$1" -- sh -c "$2" 2>&1
-}
-
-# the pid of sandbox $1's cube-vmm
-vmm_pid() {
-	for p in /proc/[0-9]*; do
-		if tr '\0' ' ' < "$p/cmdline" 2>/dev/null |
-			grep -q -- "--id cube-$1 "; then
-			echo "${p#/proc/}"
-			return
-		fi
-	done
-}
-
-# check NAME WANT GOT
-check() {
-	if [ "$2" = "$3" ]; then
-		ok "$1"
-	else
-		not_ok "$1" "want '$2', got '$3'"
-	fi
 }
 
 PLAN=48

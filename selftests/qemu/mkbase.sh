@@ -30,6 +30,10 @@ done
 # script(1) (util-linux, in Debian's essential bsdutils): gives the pty
 # tests (cubectl/exec_tty_test.sh) a terminal; busybox has none.
 stage_bin /usr/bin/script
+# mke2fs (e2fsprogs): cubectl template build --disk makes the disk's file
+# system with it; busybox's cannot make ext4.
+stage_bin /usr/sbin/mke2fs
+stage_file /etc/mke2fs.conf /etc/mke2fs.conf
 echo "root:x:0:0:root:/root:/bin/sh" > "$ROOT/etc/passwd"
 echo "nobody:x:65534:65534:nobody:/:/bin/false" >> "$ROOT/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$ROOT/etc/group"
