@@ -254,7 +254,7 @@ static int find_disk(struct gvm *v)
 	char out[256];
 
 	if (gsh(v->uds,
-		"for d in /sys/block/vd*; do [ \"$(cat $d/serial)\" = cube-disk ] && echo ${d##*/}; done",
+		"for d in /sys/block/vd*; do [ \"$(cat $d/serial)\" = cube-disk ] && echo ${d##*/}; done; true",
 		out, sizeof(out), 60) || !out[0] || strchr(out, '\n') ||
 	    strlen(out) >= sizeof(v->dev)) {
 		ct_diag("no single cube-disk device: '%s'", out);
@@ -468,7 +468,7 @@ TEST(guest_writes_discards_and_a_snapshot)
 	TH_LOG("the disk is /dev/%s", v.dev);
 	/* writable, its size, discard offered; the rootfs stays read-only */
 	snprintf(req, sizeof(req),
-		 "cat /sys/block/%s/ro /sys/block/%s/size /sys/block/%s/queue/discard_max_bytes; for d in /sys/block/vd*; do [ \"$(cat $d/serial)\" = cube-rootfs ] && cat $d/ro; done",
+		 "cat /sys/block/%s/ro /sys/block/%s/size /sys/block/%s/queue/discard_max_bytes; for d in /sys/block/vd*; do [ \"$(cat $d/serial)\" = cube-rootfs ] && cat $d/ro; done; true",
 		 v.dev, v.dev, v.dev);
 	EXPECT_EQ(gsh(v.uds, req, out, sizeof(out), 30), 0);
 	TH_LOG("ro, size, discard_max_bytes, rootfs ro: %s", out);
