@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <linux/kvm.h>
 
 #include "devices.h"
@@ -63,5 +64,23 @@ struct vm *fake_vm(void)
 						mac, &err);
 	if (!vm.devs[VM_DEV_NET])
 		die("virtio-net", err);
+	/* the writable disk: 1 MiB, sparse, gone once closed */
+	{
+		char disk[] = "/tmp/cube-fake-disk.XXXXXX";
+		uint64_t size = 0;
+		int fd = mkstemp(disk);
+
+		if (fd < 0)
+			die("disk", "mkstemp failed");
+		unlink(disk);
+		if (ftruncate(fd, 1 << 20) ||
+		    virtio_blk_disk_check(fd, &size, &err))
+			die("disk", "cannot size it");
+		vm.devs[VM_DEV_DISK] = virtio_blk_create_disk(&vm,
+				VM_MMIO_BASE + VM_DEV_DISK * VM_MMIO_STRIDE,
+				VM_VIRTIO_IRQ_BASE + VM_DEV_DISK, fd, size);
+		if (!vm.devs[VM_DEV_DISK])
+			die("disk", "out of memory");
+	}
 	return &vm;
 }

@@ -149,6 +149,8 @@ static void saved_state(const char *name, uint32_t nr_vcpus, uint32_t flags)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/memory", dir);
 	unlink(path);
+	snprintf(path, sizeof(path), "%s/disk.img", dir);
+	unlink(path);
 	rmdir(dir);
 }
 
@@ -701,6 +703,7 @@ int main(int argc, char **argv)
 	top = argv[1];
 	saved_state("saved-1vcpu", 1, 0);
 	saved_state("saved-2vcpu-net", 2, SNAP_CFG_NET);
+	saved_state("saved-1vcpu-disk", 1, SNAP_CFG_DISK);
 	small_state();
 	virtio_seeds();
 	vsock_seed();

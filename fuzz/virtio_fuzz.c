@@ -2,7 +2,8 @@
 /*
  * virtio_fuzz: a guest driver whose every move is the fuzzer's, against
  * cube-vmm's virtio-mmio transport (vmm/virtio_mmio.c), its virtqueues
- * (vmm/virtq.c) and the rng, blk, net and vsock devices behind them.  The
+ * (vmm/virtq.c) and the rng, blk (read-only and writable), net and vsock
+ * devices behind them.  The
  * input is a program of operations: register writes and reads at any
  * offset and width, bytes written into guest memory, a queue set up at a
  * known place and descriptor chains published in it, queue notifies,
@@ -38,12 +39,12 @@
 #define GUEST_MEM	(64 * 1024)
 #define QUEUE_AREA	0x8000		/* where SETUP puts the rings */
 #define QUEUE_SIZE	0x400		/* one queue's rings */
-#define NR_DEVS		4
+#define NR_DEVS		5
 #define NR_Q		3
 #define NR_HOST		8		/* host-side vsock sockets at once */
 #define GUEST_PORT	1234		/* the host port guests may connect to */
 
-enum { DEV_RNG, DEV_BLK, DEV_NET, DEV_VSOCK };
+enum { DEV_RNG, DEV_BLK, DEV_NET, DEV_VSOCK, DEV_DISK };
 
 enum op {
 	OP_WRITE, OP_READ, OP_MEM, OP_SETUP, OP_CHAIN, OP_NOTIFY, OP_NET_RX,
@@ -108,6 +109,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static const uint8_t mac[6] = { 0x02, 0, 0, 0, 0, 2 };
 	char image[] = "/tmp/cube-fuzz-blk.XXXXXX";
+	char disk[] = "/tmp/cube-fuzz-disk.XXXXXX";
+	uint64_t disk_size = 0;
 	const char *err = "?";
 	uint8_t sector[512];
 	int fd, sv[2], i;
@@ -131,6 +134,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	devs[DEV_BLK] = virtio_blk_create(&vm, VM_MMIO_BASE + VM_MMIO_STRIDE,
 					  6, image, &err);
 	unlink(image);		/* the device holds it open */
+	/* the writable disk: 1 MiB, sparse; writes and holes land in it */
+	fd = mkstemp(disk);
+	if (fd < 0)
+		die("mkstemp");
+	unlink(disk);
+	if (ftruncate(fd, 1 << 20) || virtio_blk_disk_check(fd, &disk_size, &err))
+		die("disk");
+	devs[DEV_DISK] = virtio_blk_create_disk(&vm, VM_MMIO_BASE +
+						4 * VM_MMIO_STRIDE, 9, fd,
+						disk_size);
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 		       sv))
 		die("socketpair");
@@ -148,7 +161,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	devs[DEV_VSOCK] = vsock_create(&vm, VM_MMIO_BASE + 3 * VM_MMIO_STRIDE,
 				       8, 3, vsock_uds.sun_path, &err);
 	if (!devs[DEV_RNG] || !devs[DEV_BLK] || !devs[DEV_NET] ||
-	    !devs[DEV_VSOCK]) {
+	    !devs[DEV_VSOCK] || !devs[DEV_DISK]) {
 		fprintf(stderr, "virtio_fuzz: devices: %s\n", err);
 		exit(1);
 	}

@@ -361,7 +361,7 @@ static int target_disk(struct ckpt_set *s, const char *name,
 		return -1;
 	if (!name) {
 		if (s->base_disk_fd < 0) {
-			serr(err, errlen, 0, "the restore snapshot's %s was not there at start",
+			serr(err, errlen, 0, "no usable %s of the restore snapshot at start (missing, another size, or the live disk itself)",
 			     CUBE_DISK_FILE);
 			return -2;
 		}

@@ -723,7 +723,7 @@ static int setup_restore(struct vmm *m, struct snap_restore *r)
  */
 static void open_restore_disk(struct vmm *m)
 {
-	struct stat st;
+	struct stat st, live;
 	int dfd, fd;
 
 	if (!(m->r.cfg.flags & SNAP_CFG_DISK))
@@ -741,6 +741,14 @@ static void open_restore_disk(struct vmm *m)
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size != m->r.disk.size) {
 		pr_info("%s/%s is not the snapshot's disk (no rollback to the restore snapshot)",
+			m->o.restore, CUBE_DISK_FILE);
+		close(fd);
+		return;
+	}
+	/* the VM runs on that very file (a resume): it is no restore point */
+	if (!fstat(m->o.disk_fd, &live) && live.st_dev == st.st_dev &&
+	    live.st_ino == st.st_ino) {
+		pr_info("the disk is %s/%s itself (no rollback to the restore snapshot)",
 			m->o.restore, CUBE_DISK_FILE);
 		close(fd);
 		return;

@@ -7,7 +7,9 @@
  * process-wide list it still loads and still kills, while the other
  * threads keep the wider list; the rlimits are what jail.h says and a
  * write past RLIMIT_FSIZE fails instead of killing; inherited fds are
- * closed but the ones kept.  Each case runs in a child of its own, with
+ * closed but the ones kept; with a writable disk, a vCPU thread may
+ * also pwrite and punch holes (that fallocate mode only) and the process
+ * list copy (FICLONE, copy_file_range).  Each case runs in a child of its own, with
  * eventfds standing in for the KVM fds (the ioctls fail with ENOTTY when
  * the filter lets them through).
  */
@@ -22,6 +24,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include <linux/falloc.h>
+#include <linux/fs.h>
+
 #include "cube_test.h"
 #include "cube_wait.h"
 #include "jail.h"
@@ -29,12 +34,16 @@
 #include "vm.h"
 
 static struct vm vm;
+static bool with_disk;		/* the fake VM has a writable disk */
 
 static void fake_vm(void)
 {
 	int i;
 
 	memset(&vm, 0, sizeof(vm));
+	/* the filters look only at whether the device is there */
+	if (with_disk)
+		vm.devs[VM_DEV_DISK] = (struct virtio_mmio *)&vm;
 	vm.nr_vcpus = 2;
 	vm.vm_fd = eventfd(0, EFD_CLOEXEC);
 	for (i = 0; i < vm.nr_vcpus; i++) {
@@ -50,7 +59,7 @@ static void do_call(const char *call)
 	struct kvm_irq_level irq = { .irq = 5 };
 	struct kvm_clock_data clock;
 	struct stat st;
-	char buf[8];
+	char buf[8] = { 0 };
 
 	if (!strcmp(call, "kvm-run-own"))
 		ioctl(vm.vcpus[0].fd, KVM_RUN, 0);
@@ -86,6 +95,17 @@ static void do_call(const char *call)
 		kill(getppid(), 0);
 	else if (!strcmp(call, "getppid"))
 		syscall(SYS_getppid);
+	else if (!strcmp(call, "pwrite"))
+		pwrite(vm.vm_fd, buf, 8, 0);
+	else if (!strcmp(call, "punch"))
+		fallocate(vm.vm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			  0, 4096);
+	else if (!strcmp(call, "fallocate"))
+		fallocate(vm.vm_fd, 0, 0, 4096);
+	else if (!strcmp(call, "ficlone"))
+		ioctl(vm.vm_fd, FICLONE, vm.vcpus[0].fd);
+	else if (!strcmp(call, "copy-file-range"))
+		copy_file_range(vm.vm_fd, NULL, vm.vcpus[0].fd, NULL, 8, 0);
 }
 
 static void no_core(void)
@@ -182,7 +202,7 @@ static int stacked_call(const char *vcpu_call, const char *main_call)
 		if (pipe(s.go) || sandbox_drop_caps() || jail_vcpu_prepare(&vm) ||
 		    pthread_create(&t, NULL, stacked_vcpu, &s))
 			_exit(10);
-		if (sandbox_seccomp(false, false))
+		if (sandbox_seccomp(false, with_disk))
 			_exit(11);
 		if (write(s.go[1], "x", 1) != 1)
 			_exit(12);
@@ -221,6 +241,35 @@ TEST(vcpu_filter_stacks_on_the_process_list)
 	/* and what neither list has kills from any thread */
 	st = stacked_call("", "getppid");
 	EXPECT_KILLED(st, SIGSYS);
+}
+
+TEST(a_writable_disk_adds_its_calls_only)
+{
+	int st;
+
+	/* without a disk: no writes, no holes, no copies */
+	with_disk = false;
+	EXPECT_KILLED(vcpu_call("pwrite"), SIGSYS);
+	EXPECT_KILLED(vcpu_call("punch"), SIGSYS);
+	EXPECT_KILLED(stacked_call("", "punch"), SIGSYS);
+	EXPECT_KILLED(stacked_call("", "ficlone"), SIGSYS);
+	EXPECT_KILLED(stacked_call("", "copy-file-range"), SIGSYS);
+	/* with one: a vCPU writes and punches holes, nothing more */
+	with_disk = true;
+	EXPECT_EXIT(vcpu_call("pwrite"), 0);
+	EXPECT_EXIT(vcpu_call("punch"), 0);
+	EXPECT_KILLED(vcpu_call("fallocate"), SIGSYS);
+	EXPECT_KILLED(vcpu_call("ficlone"), SIGSYS);
+	EXPECT_KILLED(vcpu_call("copy-file-range"), SIGSYS);
+	st = stacked_call("punch", "");
+	EXPECT_EXIT(st, 0);
+	st = stacked_call("pwrite", "");
+	EXPECT_EXIT(st, 0);
+	/* the main thread copies: FICLONE, copy_file_range */
+	EXPECT_EXIT(stacked_call("", "ficlone"), 0);
+	EXPECT_EXIT(stacked_call("", "copy-file-range"), 0);
+	EXPECT_KILLED(stacked_call("", "fallocate"), SIGSYS);
+	with_disk = false;
 }
 
 TEST(rlimits)

@@ -76,6 +76,10 @@ vsock)
 kv)
 	run_say /bin/vsock-kv 1235
 	;;
+sh)
+	# vmm_disk_test drives the guest with shell lines over vsock
+	run_say /bin/vsock-sh 1236
+	;;
 evil)
 	run_say /bin/evil-virtq
 	off
