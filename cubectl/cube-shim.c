@@ -20,6 +20,7 @@
  * Policy "none" on such a template gives the device a tap alone in an empty
  * namespace: frames the guest sends go nowhere and nothing arrives.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -527,6 +528,9 @@ static int setup_disk(struct shim *s)
 	return 0;
 }
 
+/* the arguments start_vmm() adds to the template's: eight pairs */
+#define SHIM_VMM_ARGS	16
+
 static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
@@ -546,7 +550,8 @@ static int start_vmm(struct shim *s)
 		report(s, e, "cannot create %s: %s", cpdir, strerror(e));
 		return -e;
 	}
-	argv = calloc(s->vmm_argc + 16, sizeof(*argv));
+	/* the template's argv, at most SHIM_VMM_ARGS of ours, the NULL */
+	argv = calloc(s->vmm_argc + SHIM_VMM_ARGS + 1, sizeof(*argv));
 	if (!argv)
 		return -ENOMEM;
 	for (i = 0; i < s->vmm_argc; i++)
@@ -579,6 +584,7 @@ static int start_vmm(struct shim *s)
 		argv[n++] = diskfd;
 	}
 	argv[n] = NULL;
+	assert(n <= s->vmm_argc + SHIM_VMM_ARGS);
 
 	s->vmm = fork();
 	if (s->vmm < 0) {
