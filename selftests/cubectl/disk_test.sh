@@ -44,6 +44,11 @@ held_kib() {
 	du -k "$D/$1.img" 2>/dev/null | cut -f1
 }
 
+# the lines of stdin as one line of words
+words() {
+	tr '\n' ' ' | sed 's/ *$//'
+}
+
 size_of() {
 	stat -c %s "$1" 2>/dev/null
 }
@@ -138,7 +143,7 @@ main() {
 		not_ok "a larger disk at create is grown into" "df says '$kib' KiB"
 	fi
 	check "it holds more than the template's disk" ok \
-		"$(x "$c" 'dd if=/dev/zero of=/root/big bs=1M count=80 2>&1 >/dev/null && rm /root/big && echo ok')"
+		"$(x "$c" 'dd if=/dev/zero of=/root/big bs=1M count=80 >/dev/null 2>&1 && rm /root/big && echo ok')"
 
 	# a + b + c may grow to 256 MiB
 	out=$(CUBE_DISK_LIMIT=300M $C create --template dk 2>&1)
@@ -154,10 +159,10 @@ main() {
 	f=$($C fork "$b")
 	x "$b" 'echo two > /root/after; rm /root/before' >/dev/null
 	check "a fork sees exactly the files of its moment" "one none" \
-		"$(x "$f" 'cat /root/before; ls /root/after 2>/dev/null || echo none')"
+		"$(x "$f" 'cat /root/before; ls /root/after 2>/dev/null || echo none' | words)"
 	x "$f" 'echo mine > /root/child' >/dev/null
 	check "the parent never sees the fork's files" "none two" \
-		"$(x "$b" 'ls /root/child 2>/dev/null || echo none; cat /root/after')"
+		"$(x "$b" 'ls /root/child 2>/dev/null || echo none; cat /root/after' | words)"
 	$C kill "$f" >/dev/null
 
 	x "$b" 'echo kept > /root/cp' >/dev/null
@@ -165,7 +170,7 @@ main() {
 	x "$b" 'echo later > /root/post; rm /root/cp; dd if=/dev/urandom of=/root/r bs=1M count=4 2>/dev/null' >/dev/null
 	$C rollback "$b" cp1 >/dev/null
 	check "a rollback puts the disk back with the memory" "kept none" \
-		"$(x "$b" 'cat /root/cp; ls /root/post 2>/dev/null || echo none')"
+		"$(x "$b" 'cat /root/cp; ls /root/post 2>/dev/null || echo none' | words)"
 	check "the disk keeps working after it" same \
 		"$(x "$b" 'dd if=/dev/urandom of=/root/w bs=1M count=4 2>/dev/null; a=$(md5sum < /root/w); sync; echo 3 > /proc/sys/vm/drop_caches; [ "$a" = "$(md5sum < /root/w)" ] && echo same')"
 	$C rollback "$c" >/dev/null
