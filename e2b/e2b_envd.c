@@ -1053,6 +1053,10 @@ int e2b_envd_prepare_signed(const struct e2b_api *api,
 		if (sig_matches(sig, path, op, user, one.envd_token, exp))
 			snprintf(found, sizeof(found), "%s", one.id);
 		e2b_sandbox_free(&one);
+		/* as an unknown sandbox: no telling which ids are live */
+		if (!found[0])
+			return sig_error(resp, 502, -ENOENT,
+					 "sandbox not found");
 	} else {
 		ret = b->ops->list(b->be, &v, &n);
 		if (ret)

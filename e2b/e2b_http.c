@@ -231,10 +231,13 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 	paused = sb.paused;
 	auto_resume = sb.auto_resume;
 	e2b_sandbox_free(&sb);
+	/*
+	 * A wrong or missing token answers as an unknown sandbox does: a
+	 * client without the token cannot tell which ids are live.
+	 */
 	if (!ok) {
-		envd_error(resp, rpc, 401, CF_UNAUTHENTICATED,
-			   "invalid or missing access token");
-		return -EACCES;
+		envd_error(resp, rpc, 502, CF_UNAVAILABLE, "sandbox not found");
+		return -ENOENT;
 	}
 	/*
 	 * A paused sandbox answers 502 as E2B's proxy does (the SDK's

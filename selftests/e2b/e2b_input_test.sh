@@ -294,16 +294,21 @@ run() {
 	BODYPAT='"code":"unavailable"'
 	refused 200 "envd Start with a traversal in E2b-Sandbox-Id: unavailable" $ENVD POST /process.Process/Start "$rpc" \
 		"E2b-Sandbox-Id: ../$S" "Connect-Protocol-Version: 1"
-	BODYPAT='"code":"unauthenticated"'
-	refused 200 "envd Start without an access token: unauthenticated" $ENVD POST /process.Process/Start "$rpc" \
+	# Without the right token a live sandbox answers as an unknown one.
+	BODYPAT='"code":"unavailable"'
+	refused 200 "envd Start without an access token: unavailable" $ENVD POST /process.Process/Start "$rpc" \
 		"E2b-Sandbox-Id: $S" "Connect-Protocol-Version: 1"
-	BODYPAT='"code":"unauthenticated"'
-	refused 200 "envd Start with a wrong access token: unauthenticated" $ENVD POST /process.Process/Start "$rpc" \
+	refused 200 "envd Start with a wrong access token: unavailable" $ENVD POST /process.Process/Start "$rpc" \
 		"E2b-Sandbox-Id: $S" "X-Access-Token: 00000000000000000000000000000000" \
 		"Connect-Protocol-Version: 1"
-	BODYPAT=
-	refused 401 "envd file read with a wrong access token" $ENVD GET "/files?path=/etc/hostname" "" \
+	BODYPAT='sandbox not found'
+	refused 502 "envd file read with a wrong access token: as an unknown sandbox" \
+		$ENVD GET "/files?path=/etc/hostname" "" \
 		"E2b-Sandbox-Id: $S" "X-Access-Token: 00000000000000000000000000000000"
+	refused 502 "envd file read of an unknown sandbox: the same" \
+		$ENVD GET "/files?path=/etc/hostname" "" \
+		"E2b-Sandbox-Id: 99999999" "X-Access-Token: 00000000000000000000000000000000"
+	BODYPAT=
 	# none of those reached the guest
 	if [ "$($C exec "$S" -- sh -c 'test -e /tmp/pwned && echo yes || echo no')" = no ]; then
 		ok "no refused envd request ran in the sandbox"
@@ -553,7 +558,7 @@ damaged_state() {
 		not_ok "no sandbox and no VMM process is left" "$($C ls); $(vmm_procs) VMM processes"
 }
 
-PLAN=$((33 + $(echo "$API_CASES" | grep -c '^[0-9]')))
+PLAN=$((34 + $(echo "$API_CASES" | grep -c '^[0-9]')))
 echo "KTAP version 1"
 echo "1..$PLAN"
 rm -rf $W

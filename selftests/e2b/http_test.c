@@ -460,6 +460,16 @@ TEST(kill_and_timeout)
 	e2b_response_free(&r);
 }
 
+/* the same status, content type and body */
+static bool same_reply(const struct e2b_response *a,
+		       const struct e2b_response *b)
+{
+	return a->status == b->status && a->len == b->len &&
+	       !strcmp(a->content_type ? a->content_type : "",
+		       b->content_type ? b->content_type : "") &&
+	       (!a->len || !memcmp(a->body, b->body, a->len));
+}
+
 TEST(envd_routing_and_tokens)
 {
 	struct hdrs none = { { 0 }, { 0 }, 0 };
@@ -470,27 +480,30 @@ TEST(envd_routing_and_tokens)
 	struct hdrs baduser = { { "E2b-Sandbox-Id", "X-Access-Token", "Authorization" },
 				{ "7", "tok7", "Basic Li4veDo=" }, 3 };
 	static const char sig[] = "{\"process\":{\"pid\":42},\"signal\":\"SIGNAL_SIGKILL\"}";
-	struct e2b_response r;
+	struct e2b_response r, r2;
 
 	setup();
 	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &none, NULL, 0, &r), 400);
 	e2b_response_free(&r);
 	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &unknown, NULL, 0, &r), 502);
-	e2b_response_free(&r);
-	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &badtok, NULL, 0, &r), 401);
-	e2b_response_free(&r);
-	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &notok, NULL, 0, &r), 401);
+	/* a wrong or missing token: word for word an unknown sandbox */
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &badtok, NULL, 0, &r2), 502);
+	EXPECT_TRUE(same_reply(&r, &r2));
+	e2b_response_free(&r2);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &notok, NULL, 0, &r2), 502);
+	EXPECT_TRUE(same_reply(&r, &r2));
+	e2b_response_free(&r2);
 	e2b_response_free(&r);
 	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "GET", "/files", &baduser, NULL, 0, &r), 401);
 	e2b_response_free(&r);
-	/* a unary RPC answers with Connect error bodies */
-	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/SendSignal",
-			 &badtok, sig, strlen(sig), &r), 401);
-	ASSERT_TRUE(strstr(r.body, "\"unauthenticated\"") != NULL);
-	e2b_response_free(&r);
+	/* a unary RPC answers with Connect error bodies, the same way */
 	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/SendSignal",
 			 &unknown, sig, strlen(sig), &r), 503);
 	ASSERT_TRUE(strstr(r.body, "\"unavailable\"") != NULL);
+	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/SendSignal",
+			 &badtok, sig, strlen(sig), &r2), 503);
+	EXPECT_TRUE(same_reply(&r, &r2));
+	e2b_response_free(&r2);
 	e2b_response_free(&r);
 	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/SendSignal",
 			 &ok, "{}", 2, &r), 400);
@@ -644,12 +657,13 @@ TEST(process_stream_errors)
 	s = drain(&r, &n, &flags);
 	e2b_response_free(&r);
 	ASSERT_TRUE(strstr(s, "not_found") != NULL);
-	/* a bad token */
+	/* a bad token: as an unknown sandbox */
 	ASSERT_EQ(do_req(E2B_PLANE_ENVD, "POST", "/process.Process/Start", &badtok,
 			 (char *)env, CF_HDR_LEN + len, &r), 200);
 	s = drain(&r, &n, &flags);
 	e2b_response_free(&r);
-	ASSERT_TRUE(strstr(s, "unauthenticated") != NULL);
+	ASSERT_TRUE(strstr(s, "unavailable") != NULL);
+	ASSERT_TRUE(strstr(s, "sandbox not found") != NULL);
 }
 
 /* GET /v2/sandboxes with query @q (also its headers); the ids, in order */

@@ -528,7 +528,8 @@ TEST(uploads_and_downloads)
 		 "E2b-Sandbox-Id: 7\r\nX-Access-Token: bad\r\nConnection: close\r\n"
 		 "Content-Type: application/octet-stream\r\nContent-Length: 4\r\n\r\n");
 	r = http(E2B_PLANE_ENVD, req, "nope", 4, NULL);
-	ASSERT_EQ(status_of(r), 401);
+	ASSERT_EQ(status_of(r), 502);
+	ASSERT_TRUE(strstr(r, "sandbox not found") != NULL);
 	ASSERT_EQ(nstored, 3);
 
 	r = http(E2B_PLANE_ENVD, "GET /files?path=/c/raw HTTP/1.1\r\n" ENVD_HDRS "\r\n",
@@ -744,10 +745,11 @@ TEST(lifecycle)
 	ASSERT_EQ(status_of(r), 502);
 	ASSERT_TRUE(paused7);
 	ASSERT_EQ(resumes, 0);
-	/* a wrong token is told so, and resumes nothing */
+	/* a wrong token learns nothing (not even the pause), resumes nothing */
 	r = http(E2B_PLANE_ENVD, "GET /health HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: 7\r\n"
 		 "X-Access-Token: bad\r\nConnection: close\r\n\r\n", NULL, 0, NULL);
-	ASSERT_EQ(status_of(r), 401);
+	ASSERT_EQ(status_of(r), 502);
+	ASSERT_TRUE(strstr(r, "sandbox not found") != NULL);
 	ASSERT_EQ(resumes, 0);
 
 	/* ... with autoResume: the next envd request resumes it */
@@ -1116,6 +1118,14 @@ TEST(signed_urls)
 		 "E2b-Sandbox-Id: 8\r\nConnection: close\r\n\r\n", q);
 	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
 	ASSERT_EQ(status_of(r), 502);
+	ASSERT_TRUE(strstr(r, "sandbox not found") != NULL);
+	/* another token's signature, the sandbox named: as an unknown one */
+	signed_query(q, sizeof(q), "/s/up", "read", "", "tok9", later);
+	snprintf(req, sizeof(req), "GET /files?%s HTTP/1.1\r\nHost: x\r\n"
+		 "E2b-Sandbox-Id: 7\r\nConnection: close\r\n\r\n", q);
+	r = http(E2B_PLANE_ENVD, req, NULL, 0, NULL);
+	ASSERT_EQ(status_of(r), 502);
+	ASSERT_TRUE(strstr(r, "sandbox not found") != NULL);
 	/* a read signature does not write; nothing is written */
 	signed_query(q, sizeof(q), "/s/other", "read", "", "tok", NULL);
 	snprintf(req, sizeof(req), "POST /files?%s HTTP/1.1\r\nHost: x\r\n"
