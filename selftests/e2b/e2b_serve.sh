@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # e2b_serve.sh: the L1 half of the E2B SDK test.  Builds the "base"
-# template and the code interpreter's "code-interpreter-v1" (from the
+# template, "base-disk" (the same with a 128 MiB writable disk) and the
+# code interpreter's "code-interpreter-v1" (from the
 # code-interpreter rootfs disk, its service started and warmed before the
 # snapshot: what sdk_code_test.mjs drives), runs cubed with the E2B API on the forwarded ports, and serves
 # until the build host's run_sdk_test.sh says it is done (it creates a
@@ -64,7 +65,7 @@ wait_for() {
 }
 
 echo "KTAP version 1"
-echo "1..11"
+echo "1..13"
 rm -rf /tmp/e2b-test
 mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
@@ -74,6 +75,12 @@ $C template build base --kernel /boot/vmlinuz --initrd ./initramfs.cpio.gz \
 	>/tmp/e2b-test/build.log 2>&1
 st=$?
 check "template base builds" $st "$(tail -n 5 /tmp/e2b-test/build.log)"
+# the same with a writable disk: what sdk_disk_test.mjs drives
+$C template build base-disk --kernel /boot/vmlinuz --initrd ./initramfs.cpio.gz \
+	--rootfs /tmp/e2b-rootfs.ext4 --append cube.rootfstype=ext4 --disk 128M \
+	>/tmp/e2b-test/build-disk.log 2>&1
+st=$?
+check "template base-disk builds (a 128 MiB writable disk)" $st "$(tail -n 5 /tmp/e2b-test/build-disk.log)"
 # The documented command (Documentation/e2b-api.rst, Code interpreter),
 # with the image copied out of its read-only disk as the base's is.
 ci=$(ls /dev/disk/cube/code-interpreter-*.ext4 2>/dev/null | head -n 1)
@@ -208,11 +215,14 @@ paused=$(ls "$CUBE_STATE_DIR/paused" 2>/dev/null)
 forks=$(ls "$CUBE_STATE_DIR/forks" 2>/dev/null)
 [ -z "$paused$forks" ]
 check "no paused sandbox record or fork snapshot is left" $? "paused: $paused; forks: $forks"
-# templates: the two built here, and the snapshots sdk_pause_test.mjs
+disks=$(ls "$CUBE_STATE_DIR/disks" 2>/dev/null)
+[ -z "$disks" ]
+check "no sandbox's disk is left" $? "disks: $disks"
+# templates: the three built here, and the snapshots sdk_pause_test.mjs
 # makes with createSnapshot and keeps (sdk_more_test.mjs deletes its own)
-extra=$($C template ls | awk 'NR > 1 && $1 != "base" && $1 != "code-interpreter-v1" && $1 !~ /^sdk-snap-[0-9]+$/ { print $1 }')
+extra=$($C template ls | awk 'NR > 1 && $1 != "base" && $1 != "base-disk" && $1 != "code-interpreter-v1" && $1 !~ /^sdk-snap-[0-9]+$/ { print $1 }')
 [ -z "$extra" ]
-check "no template is left but base, code-interpreter-v1 and the SDK's snapshots" $? "$extra"
+check "no template is left but base, base-disk, code-interpreter-v1 and the SDK's snapshots" $? "$extra"
 
 # the sweep, after the count
 for id in $($C --json ls | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); do
