@@ -12,10 +12,7 @@
  * "rollback NAME" give back exactly the checkpoint's disk, "rollback" the
  * snapshot's; bad --disk inputs and mismatched restores are refused.
  */
-#include <sys/ioctl.h>
 #include <sys/stat.h>
-
-#include <linux/cube.h>
 
 #include "vmm_util.h"
 
@@ -745,35 +742,7 @@ TEST(checkpoint_and_rollback_put_the_disk_back)
 	EXPECT_EQ(gvm_stop(&v), 0);
 }
 
-/*
- * Restores onto cube.ko clones left a module snapshot of each snapshot
- * directory's memory (DIR/cube-snapshot-id): it outlives the VMMs and is
- * deleted here, or it would hold its pages until cube.ko unloads.
- */
-static void drop_recorded_snapshot(const char *snap)
-{
-	struct cube_snapshot_id del = { 0 };
-	char path[256];
-	unsigned long long id;
-	FILE *f;
-	int dev;
-
-	snprintf(path, sizeof(path), "%s/cube-snapshot-id", snap);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fscanf(f, "%llu", &id) == 1 && id) {
-		del.id = id;
-		dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
-		if (dev >= 0) {
-			EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del),
-				  0);
-			close(dev);
-		}
-	}
-	fclose(f);
-}
-
+/* Last: the module snapshots its restores made, and the directory. */
 TEST(zz_cleanup)
 {
 	static const char *const snaps[] = { "snap", "nodisk" };

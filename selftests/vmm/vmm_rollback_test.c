@@ -738,26 +738,11 @@ TEST(sigkill_then_release)
 /* Last: the template and its module snapshot go. */
 TEST(zz_cleanup)
 {
-	struct cube_snapshot_id del = { 0 };
-	char dir[128], path[256];
-	unsigned long long id;
-	FILE *f;
-	int dev;
+	char dir[128], snap[192];
 
 	tpl_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/snap/cube-snapshot-id", dir);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &id) == 1) {
-			del.id = id;
-			dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
-			if (dev >= 0) {
-				ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del);
-				close(dev);
-			}
-		}
-		fclose(f);
-	}
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	drop_recorded_snapshot(snap);
 	rm_tree(dir);
 }
 

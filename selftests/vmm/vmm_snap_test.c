@@ -233,34 +233,6 @@ static void mem_stats(int dev, struct cube_mem_stats *ms)
 	ASSERT_EQ(ioctl(dev, CUBE_IOC_MEM_STATS, ms), 0);
 }
 
-static uint64_t recorded_id(const char *snap)
-{
-	char path[256], *s;
-	uint64_t id = 0;
-
-	snprintf(path, sizeof(path), "%s/cube-snapshot-id", snap);
-	s = slurp(path);
-	if (s && sscanf(s, "%" SCNu64, &id) != 1)
-		id = 0;
-	free(s);
-	return id;
-}
-
-/* Delete the module snapshot a restore recorded in @snap, if any. */
-static void drop_recorded_snapshot(const char *snap)
-{
-	struct cube_snapshot_id del = { .id = recorded_id(snap) };
-	int dev;
-
-	if (!del.id)
-		return;
-	dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return;
-	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del), 0);
-	close(dev);
-}
-
 TEST(snapshot_then_three_cube_clones)
 {
 	char dir[128], snap[160], path[256], reply[256];

@@ -9,18 +9,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/cube.h>
 
 #include "cube_test.h"
 #include "cube_wait.h"
@@ -319,6 +323,38 @@ static inline int echo_check(int fd, size_t len, unsigned int seed)
 	free(out);
 	free(in);
 	return ret;
+}
+
+/* The module snapshot a restore recorded in @snap/cube-snapshot-id, or 0. */
+static inline uint64_t recorded_id(const char *snap)
+{
+	char path[256], *s;
+	uint64_t id = 0;
+
+	snprintf(path, sizeof(path), "%s/cube-snapshot-id", snap);
+	s = slurp(path);
+	if (s && sscanf(s, "%" SCNu64, &id) != 1)
+		id = 0;
+	free(s);
+	return id;
+}
+
+/*
+ * Delete the module snapshot a restore recorded in @snap, if any: it
+ * outlives the VMMs, and would hold its pages until cube.ko unloads.
+ */
+static inline void drop_recorded_snapshot(const char *snap)
+{
+	struct cube_snapshot_id del = { .id = recorded_id(snap) };
+	int dev;
+
+	if (!del.id)
+		return;
+	dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return;
+	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_DELETE, &del), 0);
+	close(dev);
 }
 
 #define VMM_TEST_MAIN()							\
