@@ -185,21 +185,22 @@ static void envd_error(struct e2b_response *resp, bool rpc, unsigned int status,
 		e2b_reply_error(resp, status, "%s", msg);
 }
 
-int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
-		     struct e2b_envd_ctx *ec, struct e2b_response *resp,
-		     bool rpc)
+/*
+ * The sandbox @req names, when it carries that sandbox's access token: 0
+ * with *@sb filled (e2b_sandbox_free() it), else -errno with the refusal
+ * in @resp.  A wrong or missing token answers as an unknown sandbox does:
+ * a client without the token cannot tell which ids are live.
+ */
+static int envd_sandbox(const struct e2b_api *api,
+			const struct e2b_request *req, struct e2b_sandbox *sb,
+			struct e2b_response *resp, bool rpc)
 {
 	const struct e2b_backend *b = &api->backend;
-	struct e2b_sandbox sb = { 0 };
 	const char *id, *port, *token;
-	bool ok, paused, auto_resume;
+	bool ok;
 	int ret;
 
-	memset(ec, 0, sizeof(*ec));
-	/* a signed URL of a file (uploadUrl, downloadUrl) */
-	if (!rpc && !strcmp(req->path, "/files") &&
-	    req->query(req->ctx, "signature"))
-		return e2b_envd_prepare_signed(api, req, ec, resp);
+	memset(sb, 0, sizeof(*sb));
 	id = req->header(req->ctx, "E2b-Sandbox-Id");
 	if (!id) {
 		envd_error(resp, rpc, 400, CF_INVALID_ARGUMENT,
@@ -216,7 +217,7 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 		envd_error(resp, rpc, 502, CF_UNAVAILABLE, "sandbox not found");
 		return -ENOENT;
 	}
-	ret = b->ops->get(b->be, id, &sb);
+	ret = b->ops->get(b->be, id, sb);
 	if (ret) {
 		if (ret == -ENOENT)
 			envd_error(resp, rpc, 502, CF_UNAVAILABLE,
@@ -227,18 +228,37 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 		return ret;
 	}
 	token = req->header(req->ctx, "X-Access-Token");
-	ok = !sb.envd_token[0] || e2b_secret_equal(sb.envd_token, token);
-	paused = sb.paused;
-	auto_resume = sb.auto_resume;
-	e2b_sandbox_free(&sb);
-	/*
-	 * A wrong or missing token answers as an unknown sandbox does: a
-	 * client without the token cannot tell which ids are live.
-	 */
+	ok = !sb->envd_token[0] || e2b_secret_equal(sb->envd_token, token);
 	if (!ok) {
+		e2b_sandbox_free(sb);
 		envd_error(resp, rpc, 502, CF_UNAVAILABLE, "sandbox not found");
 		return -ENOENT;
 	}
+	return 0;
+}
+
+int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
+		     struct e2b_envd_ctx *ec, struct e2b_response *resp,
+		     bool rpc)
+{
+	const struct e2b_backend *b = &api->backend;
+	struct e2b_sandbox sb;
+	bool paused, auto_resume;
+	const char *id;
+	int ret;
+
+	memset(ec, 0, sizeof(*ec));
+	/* a signed URL of a file (uploadUrl, downloadUrl) */
+	if (!rpc && !strcmp(req->path, "/files") &&
+	    req->query(req->ctx, "signature"))
+		return e2b_envd_prepare_signed(api, req, ec, resp);
+	ret = envd_sandbox(api, req, &sb, resp, rpc);
+	if (ret)
+		return ret;
+	id = req->header(req->ctx, "E2b-Sandbox-Id");
+	paused = sb.paused;
+	auto_resume = sb.auto_resume;
+	e2b_sandbox_free(&sb);
 	/*
 	 * A paused sandbox answers 502 as E2B's proxy does (the SDK's
 	 * isRunning() is false), unless it resumes on traffic (autoResume)
@@ -264,6 +284,34 @@ int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 	ec->keepalive_ms = 30000;
 	ec->timeout_ms = 0;
 	return 0;
+}
+
+bool e2b_body_wanted(const struct e2b_api *api, const struct e2b_request *req)
+{
+	struct e2b_response refusal = { 0 };
+	struct e2b_sandbox sb;
+	struct e2b_route rt;
+	int port;
+
+	if (req->plane == E2B_PLANE_API) {
+		if (e2b_route(req->plane, req->method, req->path, &rt))
+			return false;	/* 404 or 405, whatever the body */
+		return rt.id == E2B_R_API_HEALTH || api_key_name(api, req);
+	}
+	port = e2b_forward_port(req->header(req->ctx, "E2b-Sandbox-Port"));
+	if (port)
+		return port > 0;	/* another port's: e2b_forward() checks */
+	if (e2b_route(req->plane, req->method, req->path, &rt))
+		return false;
+	/* a signed URL: a GET has no body, a POST is an upload */
+	if (rt.id == E2B_R_ENVD_HEALTH || req->query(req->ctx, "signature"))
+		return true;
+	if (envd_sandbox(api, req, &sb, &refusal, false)) {
+		e2b_response_free(&refusal);
+		return false;
+	}
+	e2b_sandbox_free(&sb);
+	return true;
 }
 
 /* Streams carry their request in one envelope; unary calls as is. */
@@ -354,7 +402,7 @@ static void dispatch_envd(const struct e2b_api *api, const struct e2b_route *rt,
 
 			e2b_reply_stream_error(resp, code, "%s",
 					       code == CF_UNAUTHENTICATED ?
-					       "invalid or missing access token" :
+					       "invalid user in the Authorization header" :
 					       code == CF_INVALID_ARGUMENT ?
 					       "missing E2b-Sandbox-Id header" :
 					       "sandbox not found");

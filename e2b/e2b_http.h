@@ -207,6 +207,17 @@ void e2b_upload_reply(struct e2b_upload *u, struct e2b_response *resp);
 /* discards a file still open */
 void e2b_upload_free(struct e2b_upload *u);
 
+/**
+ * e2b_body_wanted() - whether a request's body is worth reading
+ *
+ * Called once its head has arrived.  False when e2b_dispatch() will refuse
+ * it whatever its body says: no good API key, an envd request without the
+ * named sandbox's token, no such endpoint.  The server then reads the body
+ * and drops it, so a client without a key or token cannot make it hold
+ * bodies, and dispatches the request without one for the refusal.
+ */
+bool e2b_body_wanted(const struct e2b_api *api, const struct e2b_request *req);
+
 /* resolve the envd part of a request: sandbox header, token, user */
 int e2b_envd_prepare(const struct e2b_api *api, const struct e2b_request *req,
 		     struct e2b_envd_ctx *ec, struct e2b_response *resp,

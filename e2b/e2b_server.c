@@ -24,6 +24,8 @@ struct e2b_server {
 	const struct e2b_api *api;
 	struct MHD_Daemon *d[2];	/* indexed by enum e2b_plane */
 	uint16_t port[2];
+	size_t body_bytes;		/* request bodies held (atomic) */
+	uint64_t body_dropped;		/* bytes of refused ones read (atomic) */
 };
 
 struct plane_cls {
@@ -33,10 +35,12 @@ struct plane_cls {
 
 /* per-request state */
 struct conn {
+	struct e2b_server *srv;
 	enum e2b_plane plane;
 	char *body;
-	size_t len, cap;
+	size_t len, cap;		/* cap: counted in srv->body_bytes */
 	bool too_large;
+	bool drop_body;			/* refused whatever it says: not kept */
 	/* uploads */
 	bool upload;
 	bool failed;
@@ -245,6 +249,15 @@ static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
+/* the body held so far goes, and out of the server's count */
+static void drop_body(struct conn *cn)
+{
+	__atomic_sub_fetch(&cn->srv->body_bytes, cn->cap, __ATOMIC_RELAXED);
+	free(cn->body);
+	cn->body = NULL;
+	cn->len = cn->cap = 0;
+}
+
 static void free_conn(struct conn *cn)
 {
 	if (!cn)
@@ -259,7 +272,7 @@ static void free_conn(struct conn *cn)
 	free(cn->query_path);
 	free(cn->part_name);
 	e2b_response_free(&cn->err);
-	free(cn->body);
+	drop_body(cn);
 	free(cn);
 }
 
@@ -567,6 +580,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 		cn = calloc(1, sizeof(*cn));
 		if (!cn)
 			return MHD_NO;
+		cn->srv = pc->srv;
 		cn->plane = pc->plane;
 		*con_cls = cn;
 		/* not for requests passed on to another port (e2b_forward.h) */
@@ -577,6 +591,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 			cn->upload = true;
 			if (upload_start(cn, c, pc->srv->api, &req, &resp))
 				fail_upload(cn, &resp);
+		} else {
+			/* no key or token: the body is read, never kept */
+			cn->drop_body = !e2b_body_wanted(pc->srv->api, &req);
 		}
 		return MHD_YES;
 	}
@@ -587,11 +604,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 			*size = 0;
 			return r;
 		}
+		if (cn->drop_body) {
+			__atomic_add_fetch(&cn->srv->body_dropped, *size,
+					   __ATOMIC_RELAXED);
+			*size = 0;
+			return MHD_YES;
+		}
 		if (!cn->too_large && cn->len + *size > E2B_BODY_MAX) {
 			cn->too_large = true;
-			free(cn->body);
-			cn->body = NULL;
-			cn->len = cn->cap = 0;
+			drop_body(cn);
 		}
 		if (!cn->too_large) {
 			if (cn->len + *size > cn->cap) {
@@ -600,6 +621,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 
 				if (!nb)
 					return MHD_NO;
+				__atomic_add_fetch(&cn->srv->body_bytes,
+						   cap - cn->cap,
+						   __ATOMIC_RELAXED);
 				cn->body = nb;
 				cn->cap = cap;
 			}
@@ -673,6 +697,13 @@ int e2b_server_start(const struct e2b_server_config *cfg,
 	}
 	*out = s;
 	return 0;
+}
+
+void e2b_server_bodies(const struct e2b_server *s, size_t *held,
+		       uint64_t *dropped)
+{
+	*held = __atomic_load_n(&s->body_bytes, __ATOMIC_RELAXED);
+	*dropped = __atomic_load_n(&s->body_dropped, __ATOMIC_RELAXED);
 }
 
 uint16_t e2b_server_port(const struct e2b_server *s, enum e2b_plane plane)

@@ -6,6 +6,7 @@
 #ifndef CUBE_E2B_SERVER_H
 #define CUBE_E2B_SERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "e2b_http.h"
@@ -55,6 +56,13 @@ int e2b_server_start(const struct e2b_server_config *cfg,
 		     struct e2b_server **out);
 /* the ports actually bound */
 uint16_t e2b_server_port(const struct e2b_server *s, enum e2b_plane plane);
+/*
+ * Request bodies: the bytes the server holds now (uploads stream, they are
+ * not counted) and those it has read and dropped since it started, of
+ * requests refused whatever their body (e2b_body_wanted())
+ */
+void e2b_server_bodies(const struct e2b_server *s, size_t *held,
+		       uint64_t *dropped);
 /* stop listening, end every connection, free */
 void e2b_server_stop(struct e2b_server *s);
 

@@ -1317,4 +1317,98 @@ TEST(per_client_limit_and_idle_timeout)
 	e2b_server_stop(srv);
 }
 
+/*
+ * Send @head and @len bytes of a body (of a larger Content-Length, so the
+ * request stays open) on a new connection; the connection, or -1.
+ */
+static int half_body(enum e2b_plane plane, const char *head, size_t len)
+{
+	static char junk[64 << 10];
+	int fd = dial(plane);
+	size_t n;
+
+	if (fd < 0)
+		return -1;
+	memset(junk, ' ', sizeof(junk));
+	if (write(fd, head, strlen(head)) != (ssize_t)strlen(head)) {
+		close(fd);
+		return -1;
+	}
+	for (; len; len -= n) {
+		n = len < sizeof(junk) ? len : sizeof(junk);
+		if (write(fd, junk, n) != (ssize_t)n) {
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+/* poll the server's body counters until @done says so, up to 10 s */
+static bool bodies_until(bool (*done)(size_t held, uint64_t dropped),
+			 size_t *held, uint64_t *dropped)
+{
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		e2b_server_bodies(srv, held, dropped);
+		if (done(*held, *dropped))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+#define PART	(512u << 10)
+
+static bool dropped_two_parts(size_t held, uint64_t dropped)
+{
+	return dropped >= 2 * PART;
+}
+
+static bool holds_a_part(size_t held, uint64_t dropped)
+{
+	return held >= PART;
+}
+
+/*
+ * A request refused whatever its body (no API key, another envd token)
+ * has its body read and dropped, never held; a keyed one's is held until
+ * it is answered.
+ */
+TEST(bodies_are_held_only_for_good_keys_and_tokens)
+{
+	char head[512];
+	uint64_t dropped;
+	size_t held;
+	int a, b, c;
+
+	start();
+	snprintf(head, sizeof(head), "POST /sandboxes HTTP/1.1\r\nHost: x\r\n"
+		 "X-API-Key: wrong\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %u\r\n\r\n", 2 * PART);
+	a = half_body(E2B_PLANE_API, head, PART);
+	ASSERT_GE(a, 0);
+	snprintf(head, sizeof(head), "POST /process.Process/SendSignal HTTP/1.1\r\n"
+		 "Host: x\r\nE2b-Sandbox-Id: 7\r\nX-Access-Token: bad\r\n"
+		 "Content-Type: application/json\r\nContent-Length: %u\r\n\r\n",
+		 2 * PART);
+	b = half_body(E2B_PLANE_ENVD, head, PART);
+	ASSERT_GE(b, 0);
+	/* both bodies read so far: none of it is held */
+	EXPECT_TRUE(bodies_until(dropped_two_parts, &held, &dropped));
+	EXPECT_EQ(held, 0);
+	/* the same with the key is held (the counter counts) */
+	snprintf(head, sizeof(head), "POST /sandboxes HTTP/1.1\r\nHost: x\r\n"
+		 "X-API-Key: k\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %u\r\n\r\n", 2 * PART);
+	c = half_body(E2B_PLANE_API, head, PART);
+	ASSERT_GE(c, 0);
+	EXPECT_TRUE(bodies_until(holds_a_part, &held, &dropped));
+	close(a);
+	close(b);
+	close(c);
+	e2b_server_stop(srv);
+}
+
 TEST_MAIN()
