@@ -622,9 +622,13 @@ while True:
 	fi
 	expect "template rm" 0 $C template rm t1
 	expect "template rm of an unknown template exits 3" 3 $C template rm t1
-	# the state directory keeps the E2B id counter and empty folders only
-	left=$(find "$CUBE_STATE_DIR" -mindepth 1 \( ! -type d ! -name e2b-last-id \) -o \
-		-mindepth 2 -type d 2>/dev/null)
+	# the state directory keeps the E2B id counter, the behaviour logs
+	# (they outlive their sandboxes by design, bounded as a whole) and
+	# empty folders only
+	# (-mindepth is global in find: depth 2 is a path test instead)
+	left=$(find "$CUBE_STATE_DIR" -mindepth 1 -path "$CUBE_STATE_DIR/audit" -prune -o \
+		\( ! -type d ! -name e2b-last-id -print \) -o \
+		\( -type d -path "$CUBE_STATE_DIR/*/*" -print \) 2>/dev/null)
 	[ -z "$left" ] && ok "nothing is left in the state directory" ||
 		not_ok "nothing is left in the state directory" "$(echo $left)"
 }

@@ -47,17 +47,21 @@ vm_pid() {
 	return 1
 }
 
-# the fds of process $1 (sandbox $2) that are none of what a VMM needs
+# the fds of process $1 (sandbox $2) that are none of what a VMM needs:
+# /dev/cube and its own checkpoint directory are for checkpoints (module
+# snapshots of its clone), its disk file for a template with a disk
 odd_fds() {
 	for fd in /proc/$1/fd/*; do
 		t=$(readlink "$fd") || continue
 		case "$t" in
-		/dev/null|/dev/kvm|/dev/net/tun|anon_inode:kvm-vm|\
+		/dev/null|/dev/kvm|/dev/net/tun|/dev/cube|anon_inode:kvm-vm|\
 		anon_inode:kvm-vcpu:*|"anon_inode:[eventfd]"|\
 		"anon_inode:[eventpoll]"|"anon_inode:[signalfd]"|\
 		"anon_inode:[timerfd]"|socket:*|*cube-clone*|$T/rootfs.ext4|\
 		$CUBE_RUN_DIR/sandboxes/$2/vmm.log|\
-		$CUBE_RUN_DIR/sandboxes/$2/console.log) ;;
+		$CUBE_RUN_DIR/sandboxes/$2/console.log|\
+		$CUBE_RUN_DIR/sandboxes/$2/checkpoints|\
+		$CUBE_STATE_DIR/disks/$2.img) ;;
 		*) echo "${fd##*/}:$t" ;;
 		esac
 	done
