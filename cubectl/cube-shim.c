@@ -583,8 +583,8 @@ static int start_vmm(struct shim *s)
 		argv[n++] = "--disk-fd";
 		argv[n++] = diskfd;
 	}
-	argv[n] = NULL;
 	assert(n <= s->vmm_argc + SHIM_VMM_ARGS);
+	argv[n] = NULL;
 
 	s->vmm = fork();
 	if (s->vmm < 0) {

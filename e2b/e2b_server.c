@@ -559,6 +559,14 @@ static enum MHD_Result upload_finish(struct conn *cn, struct MHD_Connection *c)
 	return queue(c, &r);
 }
 
+/* whether a request carries a body at all (RFC 9112: a length or chunks) */
+static bool has_body(struct MHD_Connection *c)
+{
+	const char *len = hdr_lookup(c, "Content-Length");
+
+	return hdr_lookup(c, "Transfer-Encoding") || (len && strcmp(len, "0"));
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 			       const char *url, const char *method,
 			       const char *version, const char *data,
@@ -591,7 +599,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 			cn->upload = true;
 			if (upload_start(cn, c, pc->srv->api, &req, &resp))
 				fail_upload(cn, &resp);
-		} else {
+		} else if (has_body(c)) {
 			/* no key or token: the body is read, never kept */
 			cn->drop_body = !e2b_body_wanted(pc->srv->api, &req);
 		}
