@@ -84,6 +84,8 @@ struct shim {
 	int sfd;			/* signalfd: TERM, INT, HUP, CHLD */
 	uint64_t id;
 	char dir[PATH_MAX];
+	int jail_lock_fd;		/* holds the jail user's slot */
+	unsigned int jail_id;		/* the VMM's uid and gid */
 	pid_t vmm;
 	bool kill_requested;
 };
@@ -528,13 +530,66 @@ static int setup_disk(struct shim *s)
 	return 0;
 }
 
-/* the arguments start_vmm() adds to the template's: eight pairs */
-#define SHIM_VMM_ARGS	16
+/*
+ * The VMM's own uid and gid, the same number, one of the range
+ * CUBE_JAIL_IDS ("BASE:COUNT", default CUBE_JAIL_ID_BASE and
+ * CUBE_JAIL_ID_COUNT): slot N is taken by an open-file-description lock
+ * on byte N of the run directory's jail-ids.lock, held by this shim as
+ * long as it lives, so no two live sandboxes share one, and a shim that
+ * dies gives its slot back with it.  The first slot tried is the
+ * sandbox id's.
+ */
+static int take_jail_id(struct shim *s)
+{
+	unsigned long long base = CUBE_JAIL_ID_BASE, count = CUBE_JAIL_ID_COUNT;
+	const char *env = getenv("CUBE_JAIL_IDS");
+	char path[PATH_MAX], end;
+	unsigned long long i;
+	int fd, e = EAGAIN;
+
+	if (env && (sscanf(env, "%llu:%llu%c", &base, &count, &end) != 2 ||
+		    !base || !count || base + count > UINT32_MAX)) {
+		report(s, EINVAL, "CUBE_JAIL_IDS=%s: want BASE:COUNT, ids from 1 to 2^32 - 2",
+		       env);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "%s/jail-ids.lock", cube_run_dir());
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		e = errno;
+		report(s, e, "cannot open %s: %s", path, strerror(e));
+		return -e;
+	}
+	for (i = 0; i < count; i++) {
+		struct flock fl = {
+			.l_type = F_WRLCK, .l_whence = SEEK_SET,
+			.l_start = (s->id + i) % count, .l_len = 1,
+		};
+
+		if (!fcntl(fd, F_OFD_SETLK, &fl)) {
+			s->jail_lock_fd = fd;
+			s->jail_id = base + fl.l_start;
+			return 0;
+		}
+		if (errno != EAGAIN && errno != EACCES) {
+			e = errno;
+			break;
+		}
+	}
+	report(s, e, "no free jail uid in %llu..%llu (CUBE_JAIL_IDS): %s",
+	       base, base + count - 1, strerror(e));
+	close(fd);
+	return -e;
+}
+
+/* the arguments start_vmm() adds to the template's: ten pairs */
+#define SHIM_VMM_ARGS	20
 
 static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
 	char name[32], tapfd[16], sbfd[16], diskfd[16], cpdir[PATH_MAX + 16];
+	char jail_user[32];
 	char **argv;
 	int i, n = 0;
 
@@ -566,6 +621,12 @@ static int start_vmm(struct shim *s)
 	argv[n++] = name;
 	argv[n++] = "--checkpoint-dir";
 	argv[n++] = cpdir;
+	/* its own uid and gid, its run directory as its root */
+	snprintf(jail_user, sizeof(jail_user), "%u:%u", s->jail_id, s->jail_id);
+	argv[n++] = "--jail-user";
+	argv[n++] = jail_user;
+	argv[n++] = "--jail-root";
+	argv[n++] = s->dir;
 	/*
 	 * the VMM attaches its restore's clone: the sandbox's memory
 	 * counters; both fds are moved to fixed numbers in the child
@@ -843,6 +904,7 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 int main(int argc, char **argv)
 {
 	struct shim s = { .report_fd = -1, .sbfd = -1, .sfd = -1, .disk_fd = -1,
+			  .jail_lock_fd = -1,
 			  .net = { .netns_fd = -1, .tap_fd = -1 },
 			  .vcpus = CUBE_VCPUS_DEFAULT,
 			  .memory_mb = CUBE_MEMORY_DEFAULT,
@@ -870,8 +932,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.sfd = sfd;
-	if (register_sandbox(&s) || make_dir(&s) || setup_disk(&s) ||
-	    setup_net(&s))
+	if (register_sandbox(&s) || make_dir(&s) || take_jail_id(&s) ||
+	    setup_disk(&s) || setup_net(&s))
 		goto out;
 	if (start_vmm(&s))
 		goto out;

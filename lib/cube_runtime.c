@@ -712,25 +712,47 @@ int cube_sandbox_netns(uint64_t id)
 	return fd;
 }
 
-int cube_control(const char *path, const char *req, char *reply, size_t len)
+int cube_control_fd(const char *path, const char *req, int pass_fd,
+		    char *reply, size_t len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t got = 0;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char line[PATH_MAX + 64];
+	struct iovec iov;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	size_t got = 0, rl = strlen(req);
 	ssize_t n;
 	int fd, ret;
 
 	reply[0] = '\0';
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
+	/* a request is one line: the VMM answers nothing before its end */
+	if (rl + 2 > sizeof(line))
+		return -ENAMETOOLONG;
+	memcpy(line, req, rl);
+	if (!rl || req[rl - 1] != '\n')
+		line[rl++] = '\n';
+	iov.iov_base = line;
+	iov.iov_len = rl;
+	if (pass_fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		CMSG_FIRSTHDR(&msg)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&msg)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &pass_fd, sizeof(int));
+	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* a request is one line: the VMM answers nothing before its end */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    write(fd, req, strlen(req)) != (ssize_t)strlen(req) ||
-	    (req[0] && req[strlen(req) - 1] != '\n' &&
-	     write(fd, "\n", 1) != 1)) {
+	    sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)rl) {
 		ret = -errno;
 		close(fd);
 		return ret;
@@ -745,6 +767,63 @@ int cube_control(const char *path, const char *req, char *reply, size_t len)
 	if (got && reply[got - 1] == '\n')
 		reply[got - 1] = '\0';
 	return strncmp(reply, "OK", 2) ? -EIO : 0;
+}
+
+int cube_control(const char *path, const char *req, char *reply, size_t len)
+{
+	return cube_control_fd(path, req, -1, reply, len);
+}
+
+/* @dfd and what it holds (one level) to @uid:@gid, no link followed */
+static int chown_dir(int dfd, uid_t uid, gid_t gid)
+{
+	struct dirent *de;
+	int fd, ret = 0;
+	DIR *d;
+
+	if (fchown(dfd, uid, gid))
+		return -errno;
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    fchownat(dfd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW))
+			ret = -errno;
+	closedir(d);
+	return ret;
+}
+
+int cube_control_snapshot(const char *ctl, const char *dir, char *reply,
+			  size_t len)
+{
+	struct stat st;
+	int dfd, ret;
+
+	reply[0] = '\0';
+	if (stat(ctl, &st))
+		return -errno;
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	/* lent to the VMM's user while it writes (a jailed VMM's is not root) */
+	if (st.st_uid && fchown(dfd, st.st_uid, st.st_gid)) {
+		ret = -errno;
+		close(dfd);
+		return ret;
+	}
+	ret = cube_control_fd(ctl, "snapshot\n", dfd, reply, len);
+	/* what the VMM made is root's: no later jail user of that uid owns it */
+	if (st.st_uid && chown_dir(dfd, 0, 0) && !ret)
+		ret = -EPERM;
+	close(dfd);
+	return ret;
 }
 
 int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
@@ -802,8 +881,7 @@ int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 		free(policy);
 		return -ENAMETOOLONG;
 	}
-	snprintf(req, sizeof(req), "snapshot %s\n", t.snapshot);
-	ret = cube_control(ctl, req, reply, sizeof(reply));
+	ret = cube_control_snapshot(ctl, t.snapshot, reply, sizeof(reply));
 	if (ret) {
 		cube_remove_tree(t.snapshot);
 		cube_set_err(err, "cannot snapshot sandbox %llu: %s",
@@ -820,18 +898,16 @@ int cube_sandbox_fork(uint64_t id, const char *template_name, uint64_t *nid,
 
 int cube_sandbox_checkpoint(uint64_t id, const char *dir, char *err)
 {
-	char ctl[PATH_MAX], req[PATH_MAX + 64], reply[512];
+	char ctl[PATH_MAX], reply[512];
 	int ret;
 
 	ret = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
 	if (ret)
 		return ret;
-	if (snprintf(req, sizeof(req), "snapshot %s\n", dir) >= (int)sizeof(req))
-		return -ENAMETOOLONG;
 	/* the VM stays paused after the snapshot: nothing it does is lost */
 	ret = cube_control(ctl, "pause\n", reply, sizeof(reply));
 	if (!ret)
-		ret = cube_control(ctl, req, reply, sizeof(reply));
+		ret = cube_control_snapshot(ctl, dir, reply, sizeof(reply));
 	if (ret) {
 		cube_control(ctl, "resume\n", reply + 256, sizeof(reply) - 256);
 		cube_remove_tree(dir);

@@ -148,7 +148,26 @@ int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
 
 /* one request (a line; the newline is added when @req lacks it) on a VMM
  * control socket; -EIO when it answers ERR */
+/*
+ * Every sandbox's VMM runs as a uid and gid of its own (cube-shim's
+ * take_jail_id()): by default these, CUBE_JAIL_IDS=BASE:COUNT elsewhere.
+ */
+#define CUBE_JAIL_ID_BASE	1073741824U	/* 0x40000000 */
+#define CUBE_JAIL_ID_COUNT	65536U
+
 int cube_control(const char *path, const char *req, char *reply, size_t len);
+/* The same, passing @pass_fd (if not negative) with the request. */
+int cube_control_fd(const char *path, const char *req, int pass_fd,
+		    char *reply, size_t len);
+/*
+ * "snapshot" into @dir (made if missing), passed to the VMM as an open
+ * directory: a jailed VMM sees no host path.  The directory is lent to
+ * the owner of the control socket (the VMM's jail user) while the VMM
+ * writes, and is root's again after.  0, -EIO with the VMM's "ERR" in
+ * @reply, or -errno.
+ */
+int cube_control_snapshot(const char *ctl, const char *dir, char *reply,
+			  size_t len);
 
 /*
  * cube_sandbox_netns() - a new fd of sandbox @id's network namespace

@@ -27,7 +27,7 @@ int control_open(struct control *c, const char *path)
 
 	memset(c, 0, sizeof(*c));
 	for (i = 0; i < CONTROL_MAX_CLIENTS; i++)
-		c->clients[i].fd = -1;
+		c->clients[i].fd = c->clients[i].passed_fd = -1;
 	c->listen_fd = -1;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -58,6 +58,58 @@ static void client_close(struct control_client *cl)
 	close(cl->fd);
 	cl->fd = -1;
 	cl->len = 0;
+	if (cl->passed_fd >= 0)
+		close(cl->passed_fd);
+	cl->passed_fd = -1;
+}
+
+/*
+ * Read what the client sent, and the one descriptor that may come with
+ * it.  More than one, or one while another waits for its request: the
+ * extra ones are closed and the client is dropped (-EPROTO).
+ */
+static ssize_t client_recv(struct control_client *cl)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} u;
+	struct iovec iov = {
+		.iov_base = cl->buf + cl->len,
+		.iov_len = sizeof(cl->buf) - 1 - cl->len,
+	};
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *cm;
+	bool bad = false;
+	ssize_t n;
+
+	n = recvmsg(cl->fd, &msg, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		int nr, i, fds[4];
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nr = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (nr > 4)
+			nr = 4;
+		memcpy(fds, CMSG_DATA(cm), nr * sizeof(int));
+		for (i = 0; i < nr; i++) {
+			if (cl->passed_fd < 0 && !bad && nr == 1) {
+				cl->passed_fd = fds[i];
+				continue;
+			}
+			close(fds[i]);
+			bad = true;
+		}
+	}
+	if (bad || (msg.msg_flags & MSG_CTRUNC))
+		return -EPROTO;
+	return n;
 }
 
 void control_close(struct control *c)
@@ -96,9 +148,11 @@ static void client_read(struct control_client *cl, control_fn fn, void *arg)
 	ssize_t n;
 	char *nl;
 
-	n = read(cl->fd, cl->buf + cl->len, sizeof(cl->buf) - 1 - cl->len);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	n = client_recv(cl);
+	if (n == -EAGAIN || n == -EINTR)
 		return;
+	if (n == -EPROTO)
+		write_full(cl->fd, "ERR one descriptor per request\n", 31);
 	if (n <= 0) {
 		client_close(cl);
 		return;
@@ -111,7 +165,10 @@ static void client_read(struct control_client *cl, control_fn fn, void *arg)
 		*nl = 0;
 		if (nl > cl->buf && nl[-1] == '\r')
 			nl[-1] = 0;
-		fn(arg, cl->buf, reply, sizeof(reply) - 1);
+		fn(arg, cl->buf, cl->passed_fd, reply, sizeof(reply) - 1);
+		if (cl->passed_fd >= 0)
+			close(cl->passed_fd);
+		cl->passed_fd = -1;
 		strcat(reply, "\n");
 		if (write_full(cl->fd, reply, strlen(reply))) {
 			client_close(cl);
@@ -146,6 +203,7 @@ void control_event(struct control *c, int fd, control_fn fn, void *arg)
 		}
 		c->clients[i].fd = nfd;
 		c->clients[i].len = 0;
+		c->clients[i].passed_fd = -1;
 		if (watch_fn)
 			watch_fn(watch_arg, nfd, true);
 		return;

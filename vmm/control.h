@@ -3,6 +3,8 @@
  * The control socket: a Unix stream socket taking one-line requests,
  * answering one line each, "OK ..." or "ERR <reason>":
  *   pause | resume | snapshot [DIR] | stop | status
+ * A request may carry one descriptor (SCM_RIGHTS, with its first byte):
+ * the handler gets it, and it is closed once the request is answered.
  */
 #ifndef CUBE_VMM_CONTROL_H
 #define CUBE_VMM_CONTROL_H
@@ -17,6 +19,7 @@ struct control_client {
 	int fd;
 	char buf[CONTROL_LINE_MAX];
 	size_t len;
+	int passed_fd;		/* -1, or the fd the pending bytes came with */
 };
 
 struct control {
@@ -25,8 +28,13 @@ struct control {
 	struct control_client clients[CONTROL_MAX_CLIENTS];
 };
 
-/* The request handler: writes the reply (no newline) into reply. */
-typedef void (*control_fn)(void *arg, char *req, char *reply, size_t len);
+/*
+ * The request handler: writes the reply (no newline) into reply.  @fd is
+ * the descriptor passed with the request, or -1; the handler must not
+ * keep it.
+ */
+typedef void (*control_fn)(void *arg, char *req, int fd, char *reply,
+			   size_t len);
 
 int control_open(struct control *c, const char *path);
 void control_close(struct control *c);

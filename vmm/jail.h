@@ -17,6 +17,7 @@
 #define CUBE_VMM_JAIL_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct vm;
 struct vcpu;
@@ -35,6 +36,37 @@ int jail_close_fds(const int *keep, int n);
 
 int jail_rlimits(uint64_t fsize);
 
+/*
+ * The sandbox's own user and root: what a VMM may still reach by name
+ * once set up.  @root is the sandbox's run directory; @dir_fd, if not
+ * negative, an open directory inside it (the checkpoints) that the user
+ * gets to own, reopened through the jail so ".." cannot leave it.
+ */
+struct jail_user {
+	const char *root;
+	uid_t uid;
+	gid_t gid;
+	int *dir_fd;
+	const char *dir;	/* @dir_fd's path, inside @root */
+};
+
+/*
+ * Before the VM process (cube-vmm's child) exists: its pid namespace, so
+ * it is pid 1 of its own and sees no other process.  0 or -errno.
+ */
+int jail_pid_ns(void);
+
+/*
+ * In the main thread, before any other thread and before the capabilities
+ * are dropped: new mount, IPC and network namespaces, the root changed to
+ * @j->root (pivot_root; an initramfs root, which cannot be pivoted, is
+ * left by moving the mount onto it and chroot), the bounding set
+ * emptied, then the groups, gid and uid set to the sandbox's (which also
+ * clears every capability).  On failure *@what says which step; the
+ * caller must not start the VM.  0 or -errno.
+ */
+int jail_enter(const struct jail_user *j, const char **what);
+
 /* Build every vCPU's filter (before any filter is loaded); 0 or -errno. */
 int jail_vcpu_prepare(struct vm *vm);
 /*
@@ -51,6 +83,15 @@ int jail_vcpu_enter(struct vcpu *vcpu);
  * an attacker took over would.
  */
 void jail_test_hook(const char *thread, int vm_fd);
+/*
+ * CUBE_VMM_TEST_CALL=escape, main thread: what a compromised VMM would try
+ * once jailed: open, write, connect to and signal what
+ * CUBE_VMM_TEST_TARGETS names (","-separated "read:PATH", "write:PATH",
+ * "connect:PATH", "dirfds:RELPATH" through every directory fd held,
+ * "kill:PID" last: the filter kills the VMM there), each
+ * result logged as "test hook: escape <target>: <errno name or OK>".
+ */
+void jail_test_escape(void);
 #endif
 
 #endif /* CUBE_VMM_JAIL_H */

@@ -3,6 +3,7 @@
  * cube-vmm: a minimal KVM virtual machine monitor for cube sandboxes.
  * See Documentation/vmm.rst and `cube-vmm --help`.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -82,6 +83,9 @@ struct opts {
 	int sandbox_fd;			/* -1: no cube.ko sandbox */
 	const char *disk;		/* --disk PATH */
 	int disk_fd;			/* --disk-fd N, then the disk's fd */
+	const char *jail_root;		/* --jail-root DIR: the VM's only files */
+	uid_t jail_uid;			/* --jail-user UID:GID, 0: none */
+	gid_t jail_gid;
 };
 
 struct vmm {
@@ -156,6 +160,12 @@ static void usage(FILE *f)
 "  --no-cgroup          no cgroup (development only: without it a VMM that\n"
 "                       cannot make one refuses to start)\n"
 "  --no-seccomp         no seccomp filters (development only)\n"
+"  --jail-user UID:GID  once set up, run as UID:GID (neither 0) in new mount,\n"
+"                       pid, IPC and network namespaces whose root is\n"
+"                       --jail-root DIR (the sandbox's run directory); a\n"
+"                       snapshot then goes only into a directory passed with\n"
+"                       the request\n"
+"  --jail-root DIR      the jail's root, needs --jail-user\n"
 "  --stats              print VM exit (and network) counts and times at the end\n"
 "  -v, --verbose        more messages\n"
 "\n"
@@ -170,7 +180,7 @@ enum {
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
 	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
-	OPT_CKPTDIR, OPT_DISK, OPT_DISKFD,
+	OPT_CKPTDIR, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
 };
 
 static const struct option long_opts[] = {
@@ -202,6 +212,8 @@ static const struct option long_opts[] = {
 	{ "no-seccomp", no_argument, NULL, OPT_NOSECCOMP },
 	{ "no-cgroup", no_argument, NULL, OPT_NOCGROUP },
 	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "jail-user", required_argument, NULL, OPT_JAIL_USER },
+	{ "jail-root", required_argument, NULL, OPT_JAIL_ROOT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -216,6 +228,31 @@ static int num_opt(const char *name, const char *s, uint64_t min,
 		return -1;
 	}
 	return 0;
+}
+
+/* "UID:GID", both decimal, neither 0 (the jail is never root's) */
+static int parse_ids(const char *s, uid_t *uid, gid_t *gid)
+{
+	unsigned long long u, g;
+	char *end;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*s))
+		goto bad;
+	u = strtoull(s, &end, 10);
+	if (end == s || *end != ':' || errno || !isdigit((unsigned char)end[1]))
+		goto bad;
+	s = end + 1;
+	g = strtoull(s, &end, 10);
+	if (end == s || *end || errno || !u || !g || u >= UINT32_MAX ||
+	    g >= UINT32_MAX)
+		goto bad;
+	*uid = u;
+	*gid = g;
+	return 0;
+bad:
+	pr_err("--jail-user: want UID:GID, both from 1 to %u", UINT32_MAX - 1);
+	return -1;
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -294,6 +331,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case OPT_NOSECCOMP: o->no_seccomp = true; break;
 		case OPT_NOCGROUP: o->no_cgroup = true; break;
 		case OPT_STATS: o->stats = true; break;
+		case OPT_JAIL_USER:
+			if (parse_ids(optarg, &o->jail_uid, &o->jail_gid))
+				return -1;
+			break;
+		case OPT_JAIL_ROOT: o->jail_root = optarg; break;
 		case 'v': vmm_verbose = 1; break;
 		case 'h': usage(stdout); exit(EXIT_OK);
 		default: return -1;
@@ -329,6 +371,14 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	}
 	if (o->no_cube && !o->restore) {
 		pr_err("--no-cube needs --restore");
+		return -1;
+	}
+	if (!o->jail_root != !o->jail_uid) {
+		pr_err("--jail-user and --jail-root go together");
+		return -1;
+	}
+	if (o->jail_root && o->jail_root[0] != '/') {
+		pr_err("--jail-root: '%s' is not an absolute path", o->jail_root);
 		return -1;
 	}
 	return 0;
@@ -521,24 +571,49 @@ out:
 	return ret;
 }
 
-static void do_snapshot(struct vmm *m, const char *dir, char *reply, size_t len)
+/*
+ * "snapshot [DIR]": into DIR, or into the directory whose fd came with the
+ * request (@dir_fd).  A jailed VMM sees no host path: only the fd form.
+ */
+static void do_snapshot(struct vmm *m, const char *dir, int dir_fd,
+			char *reply, size_t len)
 {
 	char err[256];
 	bool was_paused = m->paused;
 	struct timespec a, b;
+	struct stat st;
+	int ret;
 
-	if (!dir || !*dir) {
-		snprintf(reply, len, "ERR no snapshot directory (give one or --snapshot-out)");
+	if (dir_fd >= 0 && dir) {
+		snprintf(reply, len, "ERR give a directory or pass one, not both");
+		return;
+	}
+	if (dir_fd >= 0 && (fstat(dir_fd, &st) || !S_ISDIR(st.st_mode))) {
+		snprintf(reply, len, "ERR the descriptor passed is not a directory");
+		return;
+	}
+	if (dir_fd < 0 && !dir)
+		dir = m->o.snapshot_out;
+	if (dir_fd < 0 && (!dir || !*dir)) {
+		snprintf(reply, len, "ERR no snapshot directory (give one, pass one or --snapshot-out)");
+		return;
+	}
+	if (dir_fd < 0 && m->o.jail_root) {
+		snprintf(reply, len, "ERR a jailed VMM writes a snapshot only into a directory passed with the request");
 		return;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	if (!was_paused)
 		vm_pause(&m->vm);
-	if (snapshot_save(&m->vm, &m->cfg, dir, err, sizeof(err)))
+	if (dir_fd >= 0)
+		ret = snapshot_save_at(&m->vm, &m->cfg, dir_fd, err, sizeof(err));
+	else
+		ret = snapshot_save(&m->vm, &m->cfg, dir, err, sizeof(err));
+	if (ret)
 		snprintf(reply, len, "ERR snapshot: %s", err);
 	else {
 		clock_gettime(CLOCK_MONOTONIC, &b);
-		snprintf(reply, len, "OK snapshot %s %ld ms", dir,
+		snprintf(reply, len, "OK snapshot %s %ld ms", dir ? dir : "(fd)",
 			 (b.tv_sec - a.tv_sec) * 1000 +
 			 (b.tv_nsec - a.tv_nsec) / 1000000);
 	}
@@ -573,7 +648,73 @@ static void status_reply(struct vmm *m, char *reply, size_t len)
 			 m->ck.nr, m->ck.rollbacks);
 }
 
-static void control_request(void *arg, char *req, char *reply, size_t len)
+/* pid 1 of its namespace ignores a default-action SIGALRM: the backstop */
+static void backstop(int sig)
+{
+	(void)sig;
+	_exit(EXIT_TIMEOUT);
+}
+
+/*
+ * --jail-user/--jail-root: the sandbox's own uid and gid, namespaces and
+ * root (jail.c); the socket paths become the jail's.  Fails closed.
+ */
+static int enter_jail(struct vmm *m)
+{
+	struct jail_user j = {
+		.root = m->o.jail_root, .uid = m->o.jail_uid,
+		.gid = m->o.jail_gid, .dir_fd = &m->ck.dir_fd,
+		.dir = m->o.checkpoint_dir,
+	};
+	size_t rl = strlen(m->o.jail_root);
+	const char *what = "";
+	int ret;
+
+	while (rl > 1 && m->o.jail_root[rl - 1] == '/')
+		rl--;
+	if ((m->o.vsock_uds && (strncmp(m->o.vsock_uds, m->o.jail_root, rl) ||
+				m->o.vsock_uds[rl] != '/')) ||
+	    (m->ctl.path && (strncmp(m->ctl.path, m->o.jail_root, rl) ||
+			     m->ctl.path[rl] != '/'))) {
+		pr_err("--jail-root %s: the vsock and control sockets must be inside it",
+		       m->o.jail_root);
+		return -EXDEV;
+	}
+	/*
+	 * The root is root's; the jail's group may pass through it (to the
+	 * sockets of guest-initiated vsock streams) but not list it or read
+	 * what root keeps there (the logs), nor may anyone else.
+	 */
+	if (chown(m->o.jail_root, 0, j.gid) || chmod(m->o.jail_root, 0710)) {
+		ret = -errno;
+		pr_err("cannot set up the jail (the root's owner and mode): %s",
+		       strerror(-ret));
+		return ret;
+	}
+	/* who owns the control socket is whom a snapshot's directory is lent to */
+	if (m->ctl.path && chown(m->ctl.path, j.uid, j.gid)) {
+		ret = -errno;
+		pr_err("cannot set up the jail (the control socket's owner): %s",
+		       strerror(-ret));
+		return ret;
+	}
+	ret = jail_enter(&j, &what);
+	if (ret) {
+		pr_err("cannot set up the jail (%s): %s", what, strerror(-ret));
+		return ret;
+	}
+	vsock_rebase(m->vm.devs[VM_DEV_VSOCK], rl);
+	if (m->ctl.path)
+		memmove(m->ctl.path, m->ctl.path + rl, strlen(m->ctl.path + rl) + 1);
+	if (getpid() == 1)
+		signal(SIGALRM, backstop);
+	pr_info("jailed: uid %u gid %u, root %s", (unsigned)m->o.jail_uid,
+		(unsigned)m->o.jail_gid, m->o.jail_root);
+	return 0;
+}
+
+static void control_request(void *arg, char *req, int fd, char *reply,
+			    size_t len)
 {
 	struct vmm *m = arg;
 	char *cmd = strtok(req, " "), *a1 = strtok(NULL, " ");
@@ -592,7 +733,7 @@ static void control_request(void *arg, char *req, char *reply, size_t len)
 		m->paused = false;
 		snprintf(reply, len, "OK running");
 	} else if (!strcmp(cmd, "snapshot") && !more) {
-		do_snapshot(m, a1 ? a1 : m->o.snapshot_out, reply, len);
+		do_snapshot(m, a1, fd, reply, len);
 	} else if (!strcmp(cmd, "stop") && !a1) {
 		vm_request_exit(&m->vm, VM_EXIT_STOP, "stop request");
 		snprintf(reply, len, "OK stopping");
@@ -950,6 +1091,10 @@ static int run(struct vmm *m)
 		ret = EXIT_ERROR;
 		goto out;
 	}
+	if (m->o.jail_root && (ret = enter_jail(m))) {
+		ret = EXIT_ERROR;
+		goto out;
+	}
 	if ((ret = sandbox_drop_caps())) {
 		pr_err("cannot drop capabilities: %s", strerror(-ret));
 		ret = EXIT_ERROR;
@@ -978,6 +1123,7 @@ static int run(struct vmm *m)
 	}
 #ifdef CUBE_VMM_TEST_HOOKS
 	jail_test_hook("main", vm->vm_fd);
+	jail_test_escape();
 #endif
 	pr_info("%s in %.1f ms", m->o.restore ? "restored" : "set up",
 		elapsed_ms(&m->t0));
@@ -1083,7 +1229,9 @@ int main(int argc, char **argv)
 	 */
 	if (getenv("CUBE_NO_JAIL") && !strcmp(getenv("CUBE_NO_JAIL"), "1")) {
 		m.o.no_cgroup = m.o.no_seccomp = true;
-		pr_err("CUBE_NO_JAIL=1: no cgroup, no seccomp (development only)");
+		m.o.jail_root = NULL;
+		m.o.jail_uid = m.o.jail_gid = 0;
+		pr_err("CUBE_NO_JAIL=1: no cgroup, no seccomp, no jail user (development only)");
 	}
 	/* nothing a supervisor left open reaches the VM: stdio and ours only */
 	{
@@ -1144,6 +1292,12 @@ int main(int argc, char **argv)
 		parent_close[6] = m.ck.base_disk_fd;
 		lim.parent_close = parent_close;
 		lim.nr_parent_close = ARRAY_SIZE(parent_close);
+		/* the VM process: pid 1 of a namespace of its own */
+		if (m.o.jail_root && (ret = jail_pid_ns())) {
+			pr_err("cannot set up the jail (a new pid namespace): %s",
+			       strerror(-ret));
+			return EXIT_ERROR;
+		}
 		ret = sandbox_cgroup_enter(&lim, &err);
 		if (ret < 0) {
 			pr_err("cgroup: %s: %s", err, strerror(-ret));

@@ -313,9 +313,7 @@ int snapshot_save_state(struct vm *vm, const struct snap_config *cfg,
 int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 		  const char *dir, char *err, size_t errlen)
 {
-	struct snap_buf b;
-	uint32_t crc = 0;
-	int dfd, fd, ret;
+	int dfd, ret;
 
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return snap_err(err, errlen, -errno, "cannot create %s: %s",
@@ -324,6 +322,18 @@ int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 	if (dfd < 0)
 		return snap_err(err, errlen, -errno, "cannot open %s: %s", dir,
 				strerror(errno));
+	ret = snapshot_save_at(vm, cfg, dfd, err, errlen);
+	close(dfd);
+	return ret;
+}
+
+int snapshot_save_at(struct vm *vm, const struct snap_config *cfg, int dfd,
+		     char *err, size_t errlen)
+{
+	struct snap_buf b;
+	uint32_t crc = 0;
+	int fd, ret;
+
 	snap_buf_init(&b);
 	snapshot_lock_devs(vm, true);
 	ret = save_state(vm, cfg, &b, err, errlen);
@@ -360,7 +370,6 @@ int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 	}
 out:
 	snap_buf_free(&b);
-	close(dfd);
 	return ret;
 }
 

@@ -52,6 +52,9 @@ struct snap_restore {
 /* Pause first (vm_pause); writes dir/state, dir/memory, dir/disk.img. */
 int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 		  const char *dir, char *err, size_t errlen);
+/* The same into the open directory dfd (a jailed VMM's only way). */
+int snapshot_save_at(struct vm *vm, const struct snap_config *cfg, int dfd,
+		     char *err, size_t errlen);
 /* Read and check dir/state and dir/memory; fills r (mem_fd open). */
 int snapshot_open(struct snap_restore *r, const char *dir, bool verify_mem,
 		  char *err, size_t errlen);

@@ -908,6 +908,15 @@ fail:
 	return NULL;
 }
 
+void vsock_rebase(struct virtio_mmio *t, size_t root_len)
+{
+	struct vsock *v = t ? t->priv : NULL;
+
+	if (v && v->uds_path && strlen(v->uds_path) > root_len)
+		memmove(v->uds_path, v->uds_path + root_len,
+			strlen(v->uds_path + root_len) + 1);
+}
+
 int vsock_start(struct virtio_mmio *t)
 {
 	struct vsock *v = t->priv;

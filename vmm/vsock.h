@@ -32,6 +32,11 @@ struct virtio_mmio *vsock_create(struct vm *vm, uint64_t base, uint32_t irq,
 				 const char **err);
 int vsock_start(struct virtio_mmio *t);
 /*
+ * Before vsock_start(), once the root is the jail's: the socket paths
+ * lose their first @root_len bytes (the jail root's path).
+ */
+void vsock_rebase(struct virtio_mmio *t, size_t root_len);
+/*
  * One round of the I/O thread's work without waiting, for a caller that
  * runs the device without vsock_start() (the fuzzer); the lock not held.
  */

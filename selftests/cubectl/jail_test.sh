@@ -60,7 +60,7 @@ odd_fds() {
 		"anon_inode:[timerfd]"|socket:*|*cube-clone*|$T/rootfs.ext4|\
 		$CUBE_RUN_DIR/sandboxes/$2/vmm.log|\
 		$CUBE_RUN_DIR/sandboxes/$2/console.log|\
-		$CUBE_RUN_DIR/sandboxes/$2/checkpoints|\
+		$CUBE_RUN_DIR/sandboxes/$2/checkpoints|/checkpoints|\
 		$CUBE_STATE_DIR/disks/$2.img) ;;
 		*) echo "${fd##*/}:$t" ;;
 		esac
@@ -112,9 +112,37 @@ check_vm() {
 		ok "$1: cgroup limits of its shape" ||
 		not_ok "$1: cgroup limits of its shape" \
 			"memory.max $mem (want $(((MEM + 128) * 1048576))), cpu.max $cpu"
+
+	# Uid: real, effective, saved, fs; the same for Gid
+	ids=$(awk '/^(Uid|Gid):/ { print $2, $3, $4, $5 }' /proc/$pid/status | tr '\n' ' ')
+	set -- "$1" "$2" $ids
+	vm_uid=$3
+	[ "$3" -ge $JAIL_BASE ] && [ "$3" -lt $((JAIL_BASE + 65536)) ] &&
+		[ "$3 $3 $3 $3 $3 $3 $3 $3" = "$3 $4 $5 $6 $7 $8 $9 ${10}" ] &&
+		ok "$1: runs as a uid and gid of its own" ||
+		not_ok "$1: runs as a uid and gid of its own" "Uid/Gid: $ids"
+
+	same=
+	for ns in mnt pid ipc net; do
+		[ "$(readlink /proc/$pid/ns/$ns)" = "$(readlink /proc/self/ns/$ns)" ] &&
+			same="$same $ns"
+	done
+	nspid=$(awk '/^NSpid:/ { print $NF }' /proc/$pid/status)
+	[ -z "$same" ] && [ "$nspid" = 1 ] &&
+		ok "$1: namespaces of its own, pid 1 in its pid namespace" ||
+		not_ok "$1: namespaces of its own, pid 1 in its pid namespace" \
+			"shares:$same; its pid there: $nspid"
+
+	root=$(stat -L -c %d:%i /proc/$pid/root/ 2>&1)
+	dir=$(stat -c %d:%i $CUBE_RUN_DIR/sandboxes/$2)
+	[ "$root" = "$dir" ] &&
+		ok "$1: its root is its run directory" ||
+		not_ok "$1: its root is its run directory" "root $root, run directory $dir"
 }
 
-PLAN=12
+JAIL_BASE=1073741824
+
+PLAN=22
 ktap_plan $PLAN
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 if [ -z "$rootfs" ] || [ ! -c /dev/kvm ]; then
@@ -131,6 +159,7 @@ expect "template build" 0 $C template build jt --kernel /boot/vmlinuz \
 id=$($C create --template jt)
 [ -n "$id" ] && ok "create" || { not_ok "create" "no id"; ktap_finish $PLAN; exit 1; }
 check_vm "sandbox" "$id"
+uid_sandbox=$vm_uid
 
 fid=$($C fork "$id")
 if [ -n "$fid" ] && [ "$($C exec "$fid" -- echo forked)" = forked ]; then
@@ -141,6 +170,9 @@ else
 	exit 1
 fi
 check_vm "fork" "$fid"
+[ "$uid_sandbox" != "$vm_uid" ] &&
+	ok "a sandbox and its fork run as different uids" ||
+	not_ok "a sandbox and its fork run as different uids" "both $vm_uid"
 
 # The disk of a restore is the one template.conf names, never the one the
 # snapshot's state file names (a paused sandbox's or a fork's state is
@@ -158,5 +190,54 @@ got=$([ -n "$did" ] && $C exec "$did" -- dd if=/dev/vda bs=4096 \
 	ok "a restore's disk is its template's, not its state file's" ||
 	not_ok "a restore's disk is its template's, not its state file's" \
 		"sandbox '$did' read '$got' at the end of its disk"
+# A compromised VMM: cube-vmm-hooks runs the attacker's routine in its main
+# thread once the jail and its filters are in.  Each target is a host
+# file or socket it must not reach (read, written, connected to), or a
+# walk out of every directory it holds open.
+echo secret-key > $T/api-keys
+chmod 600 $T/api-keys
+echo anyone-may-read > $T/public
+chmod 644 $T/public
+mem=$(ls $CUBE_STATE_DIR/forks/*/memory 2>/dev/null | head -n 1)
+# target=what it must get: host paths are not there at all (the mount
+# namespace), the run directory's files are root's (the uid)
+want="read:$T/api-keys=ENOENT
+read:${mem:-$CUBE_STATE_DIR/forks/none/memory}=ENOENT
+connect:$CUBE_RUN_DIR/sandboxes/$id/vsock=ENOENT
+connect:$CUBE_RUN_DIR/sandboxes/$id/control=ENOENT
+read:$CUBE_RUN_DIR/sandboxes/$id/vmm.log=ENOENT
+read:/vmm.log=EACCES
+write:/escape=EACCES
+write:$T/escape=ENOENT
+read:/proc/1/environ=ENOENT
+dirfds:../../../../../../..$T/public=ENOENT"
+targets=$(echo "$want" | sed 's/=[A-Z]*$//' | paste -sd,)
+eid=$(CUBE_VMM=./cube-vmm-hooks CUBE_VMM_TEST_CALL=escape \
+	CUBE_VMM_TEST_TARGETS="$targets" $C create --template jt 2>&1)
+log=$CUBE_RUN_DIR/sandboxes/$eid/vmm.log
+grep 'test hook: escape' "$log" 2>/dev/null | sed 's/^/# /'
+# what each got ("dirfds:X fd N: E" counts as "dirfds:X=E", one per fd)
+got=$(sed -n 's/.*test hook: escape \([a-z]*:[^ ]*\)\( fd [0-9]*\)*: \([A-Z]*\)$/\1=\3/p' \
+	"$log" 2>/dev/null | sort -u)
+[ "$got" = "$(echo "$want" | sort -u)" ] &&
+	grep -q 'test hook: escape done' "$log" && [ ! -e $T/escape ] &&
+	ok "a compromised VMM reaches no host file or socket" ||
+	not_ok "a compromised VMM reaches no host file or socket" \
+		"sandbox '$eid' got: $(echo $got)"
+[ "$($C exec "$eid" -- echo still 2>/dev/null)" = still ] &&
+	ok "the sandbox of that VMM still runs" ||
+	not_ok "the sandbox of that VMM still runs" "sandbox '$eid'"
+
+# ... nor signal a host process: the filter kills it at kill(2)
+sleep 300 &
+victim=$!
+out=$(CUBE_VMM=./cube-vmm-hooks CUBE_VMM_TEST_CALL=escape \
+	CUBE_VMM_TEST_TARGETS="kill:$victim" $C create --template jt 2>&1)
+rc=$?
+kill -0 $victim 2>/dev/null && [ $rc != 0 ] &&
+	ok "a compromised VMM cannot signal a host process (killed at kill(2))" ||
+	not_ok "a compromised VMM cannot signal a host process (killed at kill(2))" \
+		"create: $rc '$out'; victim alive: $(kill -0 $victim 2>&1 && echo yes)"
+kill $victim 2>/dev/null
 ktap_finish $PLAN
 exit $ktap_failed
