@@ -712,13 +712,13 @@ int cube_sandbox_netns(uint64_t id)
 	return fd;
 }
 
-int cube_control_fd(const char *path, const char *req, int pass_fd,
-		    char *reply, size_t len)
+int cube_control_fds(const char *path, const char *req, const int *fds,
+		     int nfds, char *reply, size_t len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
 	} u;
 	char line[PATH_MAX + 64];
 	struct iovec iov;
@@ -738,14 +738,16 @@ int cube_control_fd(const char *path, const char *req, int pass_fd,
 		line[rl++] = '\n';
 	iov.iov_base = line;
 	iov.iov_len = rl;
-	if (pass_fd >= 0) {
+	if (nfds < 0 || nfds > 4)
+		return -EINVAL;
+	if (nfds) {
 		memset(&u, 0, sizeof(u));
 		msg.msg_control = u.buf;
-		msg.msg_controllen = sizeof(u.buf);
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
 		CMSG_FIRSTHDR(&msg)->cmsg_level = SOL_SOCKET;
 		CMSG_FIRSTHDR(&msg)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &pass_fd, sizeof(int));
+		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), fds, sizeof(int) * nfds);
 	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -771,57 +773,42 @@ int cube_control_fd(const char *path, const char *req, int pass_fd,
 
 int cube_control(const char *path, const char *req, char *reply, size_t len)
 {
-	return cube_control_fd(path, req, -1, reply, len);
-}
-
-/* @dfd and what it holds (one level) to @uid:@gid, no link followed */
-static int chown_dir(int dfd, uid_t uid, gid_t gid)
-{
-	struct dirent *de;
-	int fd, ret = 0;
-	DIR *d;
-
-	if (fchown(dfd, uid, gid))
-		return -errno;
-	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return -ENOMEM;
-	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    fchownat(dfd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW))
-			ret = -errno;
-	closedir(d);
-	return ret;
+	return cube_control_fds(path, req, NULL, 0, reply, len);
 }
 
 int cube_control_snapshot(const char *ctl, const char *dir, char *reply,
 			  size_t len)
 {
+	static const char *const names[] = { "state.tmp", "memory",
+					      CUBE_DISK_FILE };
+	int dfd, fds[3] = { -1, -1, -1 }, i, ret = 0;
 	struct stat st;
-	int dfd, ret;
 
 	reply[0] = '\0';
-	if (stat(ctl, &st))
-		return -errno;
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	/* lent to the VMM's user while it writes (a jailed VMM's is not root) */
-	if (st.st_uid && fchown(dfd, st.st_uid, st.st_gid)) {
-		ret = -errno;
-		close(dfd);
-		return ret;
+	/* made here, root's: the VMM writes through them, naming nothing */
+	for (i = 0; i < 3 && !ret; i++) {
+		fds[i] = openat(dfd, names[i], O_RDWR | O_CREAT | O_TRUNC |
+				O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fds[i] < 0)
+			ret = -errno;
 	}
-	ret = cube_control_fd(ctl, "snapshot\n", dfd, reply, len);
-	/* what the VMM made is root's: no later jail user of that uid owns it */
-	if (st.st_uid && chown_dir(dfd, 0, 0) && !ret)
-		ret = -EPERM;
+	if (!ret)
+		ret = cube_control_fds(ctl, "snapshot\n", fds, 3, reply, len);
+	/* a VM without a disk left its copy empty: there is none */
+	if (!ret && !fstat(fds[2], &st) && !st.st_size &&
+	    unlinkat(dfd, CUBE_DISK_FILE, 0))
+		ret = -errno;
+	/* the state, written last, commits the snapshot */
+	if (!ret && (renameat(dfd, "state.tmp", dfd, "state") || fsync(dfd)))
+		ret = -errno;
+	for (i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	close(dfd);
 	return ret;
 }

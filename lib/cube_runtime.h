@@ -156,15 +156,16 @@ int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
 #define CUBE_JAIL_ID_COUNT	65536U
 
 int cube_control(const char *path, const char *req, char *reply, size_t len);
-/* The same, passing @pass_fd (if not negative) with the request. */
-int cube_control_fd(const char *path, const char *req, int pass_fd,
-		    char *reply, size_t len);
+/* The same, passing the @nfds (at most 4) descriptors @fds with it. */
+int cube_control_fds(const char *path, const char *req, const int *fds,
+		     int nfds, char *reply, size_t len);
 /*
- * "snapshot" into @dir (made if missing), passed to the VMM as an open
- * directory: a jailed VMM sees no host path.  The directory is lent to
- * the owner of the control socket (the VMM's jail user) while the VMM
- * writes, and is root's again after.  0, -EIO with the VMM's "ERR" in
- * @reply, or -errno.
+ * "snapshot" into @dir (made if missing): the state, memory and disk files
+ * are made and opened here and passed to the VMM, which names and opens
+ * nothing (a jailed VMM cannot); the state is committed (state.tmp renamed
+ * to state) once it answers, a disk copy it left empty removed.  0, -EIO
+ * with the VMM's "ERR" in @reply, or -errno; on failure the caller
+ * removes @dir.
  */
 int cube_control_snapshot(const char *ctl, const char *dir, char *reply,
 			  size_t len);

@@ -26,8 +26,10 @@ int control_open(struct control *c, const char *path)
 	int i;
 
 	memset(c, 0, sizeof(*c));
-	for (i = 0; i < CONTROL_MAX_CLIENTS; i++)
-		c->clients[i].fd = c->clients[i].passed_fd = -1;
+	for (i = 0; i < CONTROL_MAX_CLIENTS; i++) {
+		c->clients[i].fd = -1;
+		c->clients[i].nfds = 0;
+	}
 	c->listen_fd = -1;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -51,6 +53,12 @@ int control_open(struct control *c, const char *path)
 	return 0;
 }
 
+static void drop_fds(struct control_client *cl)
+{
+	while (cl->nfds)
+		close(cl->fds[--cl->nfds]);
+}
+
 static void client_close(struct control_client *cl)
 {
 	if (watch_fn)
@@ -58,21 +66,20 @@ static void client_close(struct control_client *cl)
 	close(cl->fd);
 	cl->fd = -1;
 	cl->len = 0;
-	if (cl->passed_fd >= 0)
-		close(cl->passed_fd);
-	cl->passed_fd = -1;
+	drop_fds(cl);
 }
 
 /*
- * Read what the client sent, and the one descriptor that may come with
- * it.  More than one, or one while another waits for its request: the
- * extra ones are closed and the client is dropped (-EPROTO).
+ * Read what the client sent, and the descriptors that may come with it.
+ * More than CONTROL_MAX_FDS, more than one message of them, or some while
+ * others wait for their request: every one is closed and the client is
+ * dropped (-EPROTO).
  */
 static ssize_t client_recv(struct control_client *cl)
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
 	} u;
 	struct iovec iov = {
 		.iov_base = cl->buf + cl->len,
@@ -90,25 +97,27 @@ static ssize_t client_recv(struct control_client *cl)
 	if (n < 0)
 		return -errno;
 	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		int nr, i, fds[4];
+		int nr, i, fds[8];
 
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		nr = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (nr > 4)
-			nr = 4;
+		if (nr > 8)
+			nr = 8;
 		memcpy(fds, CMSG_DATA(cm), nr * sizeof(int));
-		for (i = 0; i < nr; i++) {
-			if (cl->passed_fd < 0 && !bad && nr == 1) {
-				cl->passed_fd = fds[i];
-				continue;
-			}
-			close(fds[i]);
+		if (cl->nfds || nr > CONTROL_MAX_FDS)
 			bad = true;
+		for (i = 0; i < nr; i++) {
+			if (bad)
+				close(fds[i]);
+			else
+				cl->fds[cl->nfds++] = fds[i];
 		}
 	}
-	if (bad || (msg.msg_flags & MSG_CTRUNC))
+	if (bad || (msg.msg_flags & MSG_CTRUNC)) {
+		drop_fds(cl);
 		return -EPROTO;
+	}
 	return n;
 }
 
@@ -152,7 +161,7 @@ static void client_read(struct control_client *cl, control_fn fn, void *arg)
 	if (n == -EAGAIN || n == -EINTR)
 		return;
 	if (n == -EPROTO)
-		write_full(cl->fd, "ERR one descriptor per request\n", 31);
+		write_full(cl->fd, "ERR at most 3 descriptors, with one request\n", 44);
 	if (n <= 0) {
 		client_close(cl);
 		return;
@@ -165,10 +174,8 @@ static void client_read(struct control_client *cl, control_fn fn, void *arg)
 		*nl = 0;
 		if (nl > cl->buf && nl[-1] == '\r')
 			nl[-1] = 0;
-		fn(arg, cl->buf, cl->passed_fd, reply, sizeof(reply) - 1);
-		if (cl->passed_fd >= 0)
-			close(cl->passed_fd);
-		cl->passed_fd = -1;
+		fn(arg, cl->buf, cl->fds, cl->nfds, reply, sizeof(reply) - 1);
+		drop_fds(cl);
 		strcat(reply, "\n");
 		if (write_full(cl->fd, reply, strlen(reply))) {
 			client_close(cl);
@@ -203,7 +210,7 @@ void control_event(struct control *c, int fd, control_fn fn, void *arg)
 		}
 		c->clients[i].fd = nfd;
 		c->clients[i].len = 0;
-		c->clients[i].passed_fd = -1;
+		c->clients[i].nfds = 0;
 		if (watch_fn)
 			watch_fn(watch_arg, nfd, true);
 		return;

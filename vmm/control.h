@@ -3,8 +3,9 @@
  * The control socket: a Unix stream socket taking one-line requests,
  * answering one line each, "OK ..." or "ERR <reason>":
  *   pause | resume | snapshot [DIR] | stop | status
- * A request may carry one descriptor (SCM_RIGHTS, with its first byte):
- * the handler gets it, and it is closed once the request is answered.
+ * A request may carry up to CONTROL_MAX_FDS descriptors (one SCM_RIGHTS
+ * message, with its first byte): the handler gets them, and they are
+ * closed once the request is answered.
  */
 #ifndef CUBE_VMM_CONTROL_H
 #define CUBE_VMM_CONTROL_H
@@ -14,12 +15,14 @@
 
 #define CONTROL_MAX_CLIENTS	8
 #define CONTROL_LINE_MAX	512
+#define CONTROL_MAX_FDS		3
 
 struct control_client {
 	int fd;
 	char buf[CONTROL_LINE_MAX];
 	size_t len;
-	int passed_fd;		/* -1, or the fd the pending bytes came with */
+	int fds[CONTROL_MAX_FDS];	/* what the pending bytes came with */
+	int nfds;
 };
 
 struct control {
@@ -29,12 +32,12 @@ struct control {
 };
 
 /*
- * The request handler: writes the reply (no newline) into reply.  @fd is
- * the descriptor passed with the request, or -1; the handler must not
- * keep it.
+ * The request handler: writes the reply (no newline) into reply.  @fds
+ * are the @nfds descriptors passed with the request; the handler must not
+ * keep them.
  */
-typedef void (*control_fn)(void *arg, char *req, int fd, char *reply,
-			   size_t len);
+typedef void (*control_fn)(void *arg, char *req, const int *fds, int nfds,
+			   char *reply, size_t len);
 
 int control_open(struct control *c, const char *path);
 void control_close(struct control *c);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <linux/capability.h>
+#include <linux/landlock.h>
 
 #include <linux/falloc.h>
 #include <linux/filter.h>
@@ -252,6 +253,64 @@ int jail_enter(const struct jail_user *j, const char **what)
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 		return -errno;
 	return 0;
+}
+
+/* Rights of later ABIs than the headers may know */
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE	(1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV	(1ULL << 15)
+#endif
+
+/* every filesystem right Landlock ABI @abi handles */
+static uint64_t landlock_fs_rights(int abi)
+{
+	uint64_t all = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;
+
+	if (abi >= 2)
+		all |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		all |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	if (abi >= 5)
+		all |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+	return all;
+}
+
+int jail_landlock(int rw_dir_fd)
+{
+	struct landlock_ruleset_attr attr = { 0 };
+	struct landlock_path_beneath_attr beneath = { 0 };
+	int abi, rfd, ret = 0;
+
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
+		      LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 0)
+		return errno == ENOSYS || errno == EOPNOTSUPP ? 1 : -errno;
+	attr.handled_access_fs = landlock_fs_rights(abi);
+	rfd = syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	if (rfd < 0)
+		return -errno;
+	/* checkpoints: files and directories made, written, read, removed */
+	if (rw_dir_fd >= 0) {
+		beneath.parent_fd = rw_dir_fd;
+		beneath.allowed_access = attr.handled_access_fs &
+			(LANDLOCK_ACCESS_FS_READ_FILE |
+			 LANDLOCK_ACCESS_FS_WRITE_FILE |
+			 LANDLOCK_ACCESS_FS_READ_DIR |
+			 LANDLOCK_ACCESS_FS_REMOVE_DIR |
+			 LANDLOCK_ACCESS_FS_REMOVE_FILE |
+			 LANDLOCK_ACCESS_FS_MAKE_DIR |
+			 LANDLOCK_ACCESS_FS_MAKE_REG |
+			 LANDLOCK_ACCESS_FS_TRUNCATE);
+		if (syscall(SYS_landlock_add_rule, rfd,
+			    LANDLOCK_RULE_PATH_BENEATH, &beneath, 0))
+			ret = -errno;
+	}
+	if (!ret && syscall(SYS_landlock_restrict_self, rfd, 0))
+		ret = -errno;
+	close(rfd);
+	return ret;
 }
 
 /*

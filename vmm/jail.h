@@ -67,6 +67,16 @@ int jail_pid_ns(void);
  */
 int jail_enter(const struct jail_user *j, const char **what);
 
+/*
+ * After jail_enter() and no_new_privs, before any thread: a Landlock
+ * domain handling every filesystem right the kernel knows, granting only
+ * the making, writing, reading and removing of files and directories
+ * beneath @rw_dir_fd (the checkpoints; -1: none).  Files opened before
+ * keep working.  0, 1 when the kernel has no Landlock (the caller says
+ * so and goes on: the jail user and root bound it already), or -errno.
+ */
+int jail_landlock(int rw_dir_fd);
+
 /* Build every vCPU's filter (before any filter is loaded); 0 or -errno. */
 int jail_vcpu_prepare(struct vm *vm);
 /*

@@ -571,49 +571,71 @@ out:
 	return ret;
 }
 
+/* The files a snapshot request passed: regular, writable, three apart. */
+static const char *check_snapshot_fds(const int *fds, int nfds)
+{
+	struct stat st[SNAP_FDS];
+	int i, j, mode;
+
+	if (nfds != SNAP_FDS)
+		return "pass the state, memory and disk files, three descriptors";
+	for (i = 0; i < SNAP_FDS; i++) {
+		mode = fcntl(fds[i], F_GETFL);
+		if (fstat(fds[i], &st[i]) || !S_ISREG(st[i].st_mode) ||
+		    mode < 0 || (mode & O_ACCMODE) != O_RDWR)
+			return "a descriptor passed is not a regular file open read-write";
+		for (j = 0; j < i; j++)
+			if (st[i].st_dev == st[j].st_dev &&
+			    st[i].st_ino == st[j].st_ino)
+				return "the files passed are not three different files";
+	}
+	return NULL;
+}
+
 /*
- * "snapshot [DIR]": into DIR, or into the directory whose fd came with the
- * request (@dir_fd).  A jailed VMM sees no host path: only the fd form.
+ * "snapshot [DIR]": into DIR, or into the state, memory and disk files
+ * passed with the request (@fds).  A jailed VMM names and opens nothing:
+ * only the second form.
  */
-static void do_snapshot(struct vmm *m, const char *dir, int dir_fd,
-			char *reply, size_t len)
+static void do_snapshot(struct vmm *m, const char *dir, const int *fds,
+			int nfds, char *reply, size_t len)
 {
 	char err[256];
 	bool was_paused = m->paused;
 	struct timespec a, b;
-	struct stat st;
+	const char *bad;
 	int ret;
 
-	if (dir_fd >= 0 && dir) {
-		snprintf(reply, len, "ERR give a directory or pass one, not both");
+	if (nfds && dir) {
+		snprintf(reply, len, "ERR give a directory or pass the files, not both");
 		return;
 	}
-	if (dir_fd >= 0 && (fstat(dir_fd, &st) || !S_ISDIR(st.st_mode))) {
-		snprintf(reply, len, "ERR the descriptor passed is not a directory");
+	if (nfds && (bad = check_snapshot_fds(fds, nfds))) {
+		snprintf(reply, len, "ERR %s", bad);
 		return;
 	}
-	if (dir_fd < 0 && !dir)
+	if (!nfds && !dir)
 		dir = m->o.snapshot_out;
-	if (dir_fd < 0 && (!dir || !*dir)) {
-		snprintf(reply, len, "ERR no snapshot directory (give one, pass one or --snapshot-out)");
+	if (!nfds && (!dir || !*dir)) {
+		snprintf(reply, len, "ERR no snapshot directory (give one, pass the files or --snapshot-out)");
 		return;
 	}
-	if (dir_fd < 0 && m->o.jail_root) {
-		snprintf(reply, len, "ERR a jailed VMM writes a snapshot only into a directory passed with the request");
+	if (!nfds && m->o.jail_root) {
+		snprintf(reply, len, "ERR a jailed VMM writes a snapshot only into files passed with the request");
 		return;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	if (!was_paused)
 		vm_pause(&m->vm);
-	if (dir_fd >= 0)
-		ret = snapshot_save_at(&m->vm, &m->cfg, dir_fd, err, sizeof(err));
+	if (nfds)
+		ret = snapshot_save_files(&m->vm, &m->cfg, fds, err, sizeof(err));
 	else
 		ret = snapshot_save(&m->vm, &m->cfg, dir, err, sizeof(err));
 	if (ret)
 		snprintf(reply, len, "ERR snapshot: %s", err);
 	else {
 		clock_gettime(CLOCK_MONOTONIC, &b);
-		snprintf(reply, len, "OK snapshot %s %ld ms", dir ? dir : "(fd)",
+		snprintf(reply, len, "OK snapshot %s %ld ms", dir ? dir : "(files)",
 			 (b.tv_sec - a.tv_sec) * 1000 +
 			 (b.tv_nsec - a.tv_nsec) / 1000000);
 	}
@@ -691,13 +713,6 @@ static int enter_jail(struct vmm *m)
 		       strerror(-ret));
 		return ret;
 	}
-	/* who owns the control socket is whom a snapshot's directory is lent to */
-	if (m->ctl.path && chown(m->ctl.path, j.uid, j.gid)) {
-		ret = -errno;
-		pr_err("cannot set up the jail (the control socket's owner): %s",
-		       strerror(-ret));
-		return ret;
-	}
 	ret = jail_enter(&j, &what);
 	if (ret) {
 		pr_err("cannot set up the jail (%s): %s", what, strerror(-ret));
@@ -713,8 +728,8 @@ static int enter_jail(struct vmm *m)
 	return 0;
 }
 
-static void control_request(void *arg, char *req, int fd, char *reply,
-			    size_t len)
+static void control_request(void *arg, char *req, const int *fds, int nfds,
+			    char *reply, size_t len)
 {
 	struct vmm *m = arg;
 	char *cmd = strtok(req, " "), *a1 = strtok(NULL, " ");
@@ -733,7 +748,7 @@ static void control_request(void *arg, char *req, int fd, char *reply,
 		m->paused = false;
 		snprintf(reply, len, "OK running");
 	} else if (!strcmp(cmd, "snapshot") && !more) {
-		do_snapshot(m, a1, fd, reply, len);
+		do_snapshot(m, a1, fds, nfds, reply, len);
 	} else if (!strcmp(cmd, "stop") && !a1) {
 		vm_request_exit(&m->vm, VM_EXIT_STOP, "stop request");
 		snprintf(reply, len, "OK stopping");
@@ -1099,6 +1114,18 @@ static int run(struct vmm *m)
 		pr_err("cannot drop capabilities: %s", strerror(-ret));
 		ret = EXIT_ERROR;
 		goto out;
+	}
+	/* jailed: no file by name but beneath the checkpoint directory */
+	if (m->o.jail_root) {
+		ret = jail_landlock(m->ck.dir_fd);
+		if (ret < 0) {
+			pr_err("cannot set up the jail (Landlock): %s",
+			       strerror(-ret));
+			ret = EXIT_ERROR;
+			goto out;
+		}
+		if (ret > 0)
+			pr_info("no Landlock in this kernel: the jail goes without it");
 	}
 	if (!m->o.no_seccomp && (ret = jail_vcpu_prepare(vm))) {
 		pr_err("cannot build the vCPU seccomp filters: %s (--no-seccomp runs without, for development)",

@@ -222,26 +222,17 @@ int snapshot_save_disk(struct vm *vm, int dfd, char *err, size_t errlen)
 	return 0;
 }
 
-/* Guest memory to dir/memory, zero pages left as holes; returns crc. */
-static int save_memory(struct vm *vm, int dfd, uint32_t *crc, char *err,
-		       size_t errlen)
+/* Guest memory into the empty file fd, zero pages left as holes; the crc. */
+static int write_memory(struct vm *vm, int fd, uint32_t *crc, char *err,
+			size_t errlen)
 {
 	static const uint8_t zero[PAGE_SIZE];
 	const uint8_t *p = vm->mem.host;
 	uint64_t off = 0, size = vm->mem.size;
-	int fd, ret = 0;
 
-	unlinkat(dfd, "memory", 0);
-	fd = openat(dfd, "memory",
-		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return snap_err(err, errlen, -errno, "cannot create memory file: %s",
+	if (ftruncate(fd, size))
+		return snap_err(err, errlen, -errno, "memory file: %s",
 				strerror(errno));
-	if (ftruncate(fd, size)) {
-		ret = snap_err(err, errlen, -errno, "memory file: %s",
-			       strerror(errno));
-		goto out;
-	}
 	*crc = snap_crc32(p, size);
 	while (off < size) {
 		uint64_t run = 0;
@@ -252,21 +243,34 @@ static int save_memory(struct vm *vm, int dfd, uint32_t *crc, char *err,
 			run += PAGE_SIZE;
 		if (run) {
 			if (lseek(fd, off, SEEK_SET) < 0 ||
-			    write_full(fd, p + off, run)) {
-				ret = snap_err(err, errlen, -EIO,
-					       "writing memory file: %s",
-					       strerror(errno));
-				goto out;
-			}
+			    write_full(fd, p + off, run))
+				return snap_err(err, errlen, -EIO,
+						"writing memory file: %s",
+						strerror(errno));
 			off += run;
 		} else {
 			off += PAGE_SIZE;
 		}
 	}
 	if (fsync(fd))
-		ret = snap_err(err, errlen, -errno, "memory file: %s",
-			       strerror(errno));
-out:
+		return snap_err(err, errlen, -errno, "memory file: %s",
+				strerror(errno));
+	return 0;
+}
+
+/* Guest memory to dir/memory; returns crc. */
+static int save_memory(struct vm *vm, int dfd, uint32_t *crc, char *err,
+		       size_t errlen)
+{
+	int fd, ret;
+
+	unlinkat(dfd, "memory", 0);
+	fd = openat(dfd, "memory",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return snap_err(err, errlen, -errno, "cannot create memory file: %s",
+				strerror(errno));
+	ret = write_memory(vm, fd, crc, err, errlen);
 	close(fd);
 	return ret;
 }
@@ -368,6 +372,52 @@ int snapshot_save_at(struct vm *vm, const struct snap_config *cfg, int dfd,
 		unlinkat(dfd, "state.tmp", 0);
 		snap_err(err, errlen, ret, "writing state: %s", strerror(-ret));
 	}
+out:
+	snap_buf_free(&b);
+	return ret;
+}
+
+int snapshot_save_files(struct vm *vm, const struct snap_config *cfg,
+			const int fds[SNAP_FDS], char *err, size_t errlen)
+{
+	struct virtio_mmio *t = vm->devs[VM_DEV_DISK];
+	struct snap_buf b;
+	uint32_t crc = 0;
+	int ret;
+
+	snap_buf_init(&b);
+	snapshot_lock_devs(vm, true);
+	ret = save_state(vm, cfg, &b, err, errlen);
+	if (!ret && ftruncate(fds[SNAP_FD_MEMORY], 0))
+		ret = snap_err(err, errlen, -errno, "memory file: %s",
+			       strerror(errno));
+	if (!ret)
+		ret = write_memory(vm, fds[SNAP_FD_MEMORY], &crc, err, errlen);
+	/* The disk at the same instant as the memory, the vCPUs paused. */
+	if (!ret && t) {
+		ret = cube_disk_copy(virtio_blk_fd(t), fds[SNAP_FD_DISK],
+				     virtio_blk_size(t));
+		if (ret)
+			snap_err(err, errlen, ret, "copying the disk: %s",
+				 strerror(-ret));
+	}
+	snapshot_lock_devs(vm, false);
+	if (ret)
+		goto out;
+	ret = snap_finish(&b, vm->mem.size, crc, vm->nr_vcpus);
+	if (ret) {
+		snap_err(err, errlen, ret, "building state: %s", strerror(-ret));
+		goto out;
+	}
+	if (ftruncate(fds[SNAP_FD_STATE], 0) ||
+	    lseek(fds[SNAP_FD_STATE], 0, SEEK_SET) < 0)
+		ret = -errno;
+	if (!ret)
+		ret = write_full(fds[SNAP_FD_STATE], b.data, b.len);
+	if (!ret && fsync(fds[SNAP_FD_STATE]))
+		ret = -errno;
+	if (ret)
+		snap_err(err, errlen, ret, "writing state: %s", strerror(-ret));
 out:
 	snap_buf_free(&b);
 	return ret;

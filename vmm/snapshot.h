@@ -52,9 +52,18 @@ struct snap_restore {
 /* Pause first (vm_pause); writes dir/state, dir/memory, dir/disk.img. */
 int snapshot_save(struct vm *vm, const struct snap_config *cfg,
 		  const char *dir, char *err, size_t errlen);
-/* The same into the open directory dfd (a jailed VMM's only way). */
+/* The same into the open directory dfd. */
 int snapshot_save_at(struct vm *vm, const struct snap_config *cfg, int dfd,
 		     char *err, size_t errlen);
+/*
+ * The same into files the caller made and opened (a jailed VMM's only
+ * way: it opens and names nothing): the state, the memory and the disk's
+ * copy, each emptied first; the disk's stays empty for a VM without one.
+ * The caller commits the snapshot (state.tmp renamed to state).
+ */
+enum { SNAP_FD_STATE, SNAP_FD_MEMORY, SNAP_FD_DISK, SNAP_FDS };
+int snapshot_save_files(struct vm *vm, const struct snap_config *cfg,
+			const int fds[SNAP_FDS], char *err, size_t errlen);
 /* Read and check dir/state and dir/memory; fills r (mem_fd open). */
 int snapshot_open(struct snap_restore *r, const char *dir, bool verify_mem,
 		  char *err, size_t errlen);

@@ -200,13 +200,15 @@ echo anyone-may-read > $T/public
 chmod 644 $T/public
 mem=$(ls $CUBE_STATE_DIR/forks/*/memory 2>/dev/null | head -n 1)
 # target=what it must get: host paths are not there at all (the mount
-# namespace), the run directory's files are root's (the uid)
+# namespace), the run directory's files are root's (the uid), and the one
+# any user may read, console.log, is outside its Landlock domain
 want="read:$T/api-keys=ENOENT
 read:${mem:-$CUBE_STATE_DIR/forks/none/memory}=ENOENT
 connect:$CUBE_RUN_DIR/sandboxes/$id/vsock=ENOENT
 connect:$CUBE_RUN_DIR/sandboxes/$id/control=ENOENT
 read:$CUBE_RUN_DIR/sandboxes/$id/vmm.log=ENOENT
 read:/vmm.log=EACCES
+read:/console.log=EACCES
 write:/escape=EACCES
 write:$T/escape=ENOENT
 read:/proc/1/environ=ENOENT

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * control_unit: cube-vmm's control socket (vmm/control.c) and the one
- * descriptor a request may carry (SCM_RIGHTS): a jailed VMM's snapshot
- * directory comes that way.  The handler gets the fd of its own request
- * only, every fd is closed once the request is answered, and a client that
- * sends more than one, or goes away before its line ends, leaks nothing.
- * Native.
+ * control_unit: cube-vmm's control socket (vmm/control.c) and the
+ * descriptors a request may carry (SCM_RIGHTS, up to CONTROL_MAX_FDS): a
+ * jailed VMM's snapshot files come that way.  The handler gets those of
+ * its own request only, every one is closed once the request is answered,
+ * and a client that sends too many, sends them twice for one line, or goes
+ * away before its line ends, leaks nothing.  Native.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,21 +19,23 @@
 /* what the handler saw, per request */
 static struct {
 	char req[64];
-	int fd;
-	struct stat st;		/* the passed fd's, while the handler ran */
+	int fd, nfds;
+	struct stat st;		/* the first passed fd's, while the handler ran */
 } seen[8];
 static int nseen;
 
-static void handler(void *arg, char *req, int fd, char *reply, size_t len)
+static void handler(void *arg, char *req, const int *fds, int nfds,
+		    char *reply, size_t len)
 {
 	if (nseen < 8) {
 		snprintf(seen[nseen].req, sizeof(seen[nseen].req), "%s", req);
-		seen[nseen].fd = fd;
-		if (fd >= 0)
-			fstat(fd, &seen[nseen].st);
+		seen[nseen].nfds = nfds;
+		seen[nseen].fd = nfds ? fds[0] : -1;
+		if (nfds)
+			fstat(fds[0], &seen[nseen].st);
 		nseen++;
 	}
-	snprintf(reply, len, "OK %s fd=%s", req, fd >= 0 ? "yes" : "no");
+	snprintf(reply, len, "OK %s fds=%d", req, nfds);
 }
 
 static int open_fds(void)
@@ -90,7 +92,7 @@ static ssize_t send_fds(int sock, const char *msg, size_t len, const int *fds,
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
 	} u;
 	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -132,33 +134,37 @@ TEST_F(ctl, a_request_without_a_descriptor_gets_none)
 	EXPECT_STREQ(seen[0].req, "status");
 	EXPECT_EQ(seen[0].fd, -1);
 	ASSERT_GT(reply_line(self->client, buf, sizeof(buf)), 0);
-	EXPECT_STREQ(buf, "OK status fd=no\n");
+	EXPECT_STREQ(buf, "OK status fds=0\n");
 }
 
-TEST_F(ctl, the_passed_directory_reaches_its_request_then_is_closed)
+TEST_F(ctl, the_passed_files_reach_their_request_then_are_closed)
 {
 	struct stat want;
-	int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int before = open_fds();
+	int fds[3], before, i;
 	char buf[128];
 
-	ASSERT_GE(dir, 0);
-	ASSERT_EQ(fstat(dir, &want), 0);
-	/* two requests in one message: the fd is the first's */
-	ASSERT_EQ(send_fds(self->client, "snapshot\nstatus\n", 16, &dir, 1), 16);
+	fds[0] = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_GE(fds[0], 0);
+	ASSERT_EQ(pipe2(fds + 1, O_CLOEXEC), 0);
+	ASSERT_EQ(fstat(fds[0], &want), 0);
+	before = open_fds();
+	/* two requests in one message: the fds are the first's */
+	ASSERT_EQ(send_fds(self->client, "snapshot\nstatus\n", 16, fds, 3), 16);
 	serve(self);
 	ASSERT_EQ(nseen, 2);
 	EXPECT_STREQ(seen[0].req, "snapshot");
+	EXPECT_EQ(seen[0].nfds, 3);
 	ASSERT_GE(seen[0].fd, 0);
 	EXPECT_EQ(seen[0].st.st_ino, want.st_ino);
 	EXPECT_EQ(seen[0].st.st_dev, want.st_dev);
-	EXPECT_EQ(seen[1].fd, -1);
-	/* answered: the VMM holds it no more */
+	EXPECT_EQ(seen[1].nfds, 0);
+	/* answered: the VMM holds them no more */
 	EXPECT_ERRNO(fcntl(seen[0].fd, F_GETFD), EBADF);
 	EXPECT_EQ(open_fds(), before);
 	ASSERT_GT(reply_line(self->client, buf, sizeof(buf)), 0);
-	EXPECT_TRUE(strstr(buf, "OK snapshot fd=yes\n") == buf);
-	close(dir);
+	EXPECT_TRUE(strstr(buf, "OK snapshot fds=3\n") == buf);
+	for (i = 0; i < 3; i++)
+		close(fds[i]);
 }
 
 TEST_F(ctl, a_descriptor_waits_for_the_end_of_its_line)
@@ -177,23 +183,40 @@ TEST_F(ctl, a_descriptor_waits_for_the_end_of_its_line)
 	close(dir);
 }
 
-TEST_F(ctl, two_descriptors_are_refused_and_none_is_kept)
+/* @nfds copies of a pipe's ends in one message, or @nfds in each of two */
+static void refused(struct ct_fx_ctl *self, int nfds, bool twice)
 {
-	int fds[2], before = open_fds();
+	int p[2], fds[8], before, i;
 	char buf[128];
 
-	ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+	ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+	for (i = 0; i < nfds; i++)
+		fds[i] = p[i % 2];
 	before = open_fds();
-	ASSERT_EQ(send_fds(self->client, "snapshot\n", 9, fds, 2), 9);
+	if (twice)
+		ASSERT_EQ(send_fds(self->client, "snap", 4, fds, nfds), 4);
+	if (twice)
+		serve(self);
+	ASSERT_EQ(send_fds(self->client, "shot\n", 5, fds, nfds), 5);
 	serve(self);
 	EXPECT_EQ(nseen, 0);
 	ASSERT_GT(reply_line(self->client, buf, sizeof(buf)), 0);
-	EXPECT_STREQ(buf, "ERR one descriptor per request\n");
-	/* dropped: its end of the socket and both fds closed */
+	EXPECT_STREQ(buf, "ERR at most 3 descriptors, with one request\n");
+	/* dropped: its end of the socket and every fd passed closed */
 	EXPECT_EQ(reply_line(self->client, buf, sizeof(buf)), 0);
 	EXPECT_EQ(open_fds(), before - 1);
-	close(fds[0]);
-	close(fds[1]);
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST_F(ctl, four_descriptors_are_refused_and_none_is_kept)
+{
+	refused(self, 4, false);
+}
+
+TEST_F(ctl, descriptors_twice_for_one_line_are_refused_and_none_is_kept)
+{
+	refused(self, 2, true);
 }
 
 TEST_F(ctl, a_client_gone_before_its_line_ends_leaks_nothing)

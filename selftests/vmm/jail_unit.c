@@ -9,7 +9,8 @@
  * write past RLIMIT_FSIZE fails instead of killing; inherited fds are
  * closed but the ones kept; with a writable disk, a vCPU thread may
  * also pwrite and punch holes (that fallocate mode only) and the process
- * list copy (FICLONE, copy_file_range).  Each case runs in a child of its own, with
+ * list copy (FICLONE, copy_file_range); the Landlock domain leaves only
+ * its directory.  Each case runs in a child of its own, with
  * eventfds standing in for the KVM fds (the ioctls fail with ENOTTY when
  * the filter lets them through).
  */
@@ -337,6 +338,67 @@ TEST(inherited_fds_are_closed_but_the_kept_ones)
 		_exit(0);
 	}
 	st = ct_reap(pid);
+	EXPECT_EXIT(st, 0);
+}
+
+/*
+ * jail_landlock(): beneath the directory given, files and directories are
+ * made, written, read, renamed there and removed; anywhere else no file
+ * opens, not even one world-readable, while an fd opened before goes on.
+ * Exit 4 when the kernel has no Landlock.
+ */
+TEST(landlock_leaves_only_the_directory_given)
+{
+	char dir[] = "/tmp/jail-unit-ll-XXXXXX";
+	pid_t pid;
+	int st;
+
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	pid = fork();
+	if (pid == 0) {
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int before = open("/etc/passwd", O_RDONLY | O_CLOEXEC), fd, ret;
+		char c;
+
+		if (dfd < 0 || before < 0)
+			_exit(10);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+			_exit(11);
+		ret = jail_landlock(dfd);
+		if (ret > 0)
+			_exit(CT_EXIT_SKIP);
+		if (ret)
+			_exit(12);
+		if (mkdirat(dfd, "ck", 0700))
+			_exit(13);
+		fd = openat(dfd, "ck/state.tmp", O_WRONLY | O_CREAT | O_CLOEXEC,
+			    0600);
+		if (fd < 0 || write(fd, "x", 1) != 1 || ftruncate(fd, 0))
+			_exit(14);
+		close(fd);
+		if (renameat(dfd, "ck/state.tmp", dfd, "ck/state") ||
+		    unlinkat(dfd, "ck/state", 0) ||
+		    unlinkat(dfd, "ck", AT_REMOVEDIR))
+			_exit(15);
+		/* elsewhere: nothing, by any path */
+		if (open("/etc/passwd", O_RDONLY | O_CLOEXEC) >= 0 ||
+		    errno != EACCES)
+			_exit(16);
+		if (openat(dfd, "../", O_RDONLY | O_DIRECTORY | O_CLOEXEC) >= 0 ||
+		    errno != EACCES)
+			_exit(17);
+		if (open("/tmp/jail-unit-ll-new", O_WRONLY | O_CREAT | O_CLOEXEC,
+			 0600) >= 0 || errno != EACCES)
+			_exit(18);
+		/* what was open before stays usable */
+		if (read(before, &c, 1) != 1)
+			_exit(19);
+		_exit(0);
+	}
+	st = ct_reap(pid);
+	rmdir(dir);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == CT_EXIT_SKIP)
+		SKIP("no Landlock in this kernel");
 	EXPECT_EXIT(st, 0);
 }
 
