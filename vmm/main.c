@@ -1110,6 +1110,14 @@ static int run(struct vmm *m)
 		ret = EXIT_ERROR;
 		goto out;
 	}
+	/* the new uid cleared the parent-death signal: set again, checked */
+	ret = sandbox_watch_parent();
+	sandbox_release_parent();
+	if (ret) {
+		pr_err("the cgroup supervisor is gone: %s", strerror(-ret));
+		ret = EXIT_ERROR;
+		goto out;
+	}
 	if ((ret = sandbox_drop_caps())) {
 		pr_err("cannot drop capabilities: %s", strerror(-ret));
 		ret = EXIT_ERROR;

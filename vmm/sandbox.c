@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,6 +54,33 @@ static bool cgroup2_writable(void)
 }
 
 static pid_t child_pid;
+/*
+ * The VM process's end of a pipe whose other end its cgroup supervisor
+ * holds open as long as it lives: a hang-up says it is gone, where
+ * getppid() cannot (0 in a pid namespace of its own).
+ */
+static int parent_fd = -1;
+
+int sandbox_watch_parent(void)
+{
+	struct pollfd p = { .fd = parent_fd, .events = POLLIN };
+
+	if (parent_fd < 0)
+		return 0;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL))
+		return -errno;
+	/* armed: a supervisor that dies from now on takes the VM with it */
+	if (poll(&p, 1, 0) < 0)
+		return -errno;
+	return p.revents ? -ESRCH : 0;
+}
+
+void sandbox_release_parent(void)
+{
+	if (parent_fd >= 0)
+		close(parent_fd);
+	parent_fd = -1;
+}
 
 static void forward_signal(int sig)
 {
@@ -145,9 +173,8 @@ int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
 		/* Wait until the parent has moved us into the cgroup. */
 		if (read(pfd[0], &go, 1) != 1 || go != 1)
 			_exit(1);
-		close(pfd[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
+		parent_fd = pfd[0];
+		if (sandbox_watch_parent())
 			_exit(1);
 		return 0;
 	}
@@ -165,7 +192,7 @@ int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
 		if (write(pfd[1], &go, 1) != 1)
 			kill(child_pid, SIGKILL);
 	}
-	close(pfd[1]);
+	/* pfd[1] stays open: the child sees it hang up when this exits */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

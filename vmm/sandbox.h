@@ -28,6 +28,14 @@ struct cgroup_limits {
  * cgroup, nothing done), 0 in the child, or -errno.
  */
 int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err);
+/*
+ * In the VM process: (again) die with the cgroup supervisor.  A change of
+ * uid or gid clears the parent-death signal, so the jail calls this after
+ * it; -ESRCH if the supervisor is gone already, 0 without one.
+ */
+int sandbox_watch_parent(void);
+/* Before any thread: the pipe that told the supervisor's end is closed. */
+void sandbox_release_parent(void);
 
 /* Drop every capability and set no_new_privs; 0 or -errno. */
 int sandbox_drop_caps(void);

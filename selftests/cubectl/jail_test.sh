@@ -142,7 +142,7 @@ check_vm() {
 
 JAIL_BASE=1073741824
 
-PLAN=22
+PLAN=23
 ktap_plan $PLAN
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 if [ -z "$rootfs" ] || [ ! -c /dev/kvm ]; then
@@ -229,6 +229,20 @@ got=$(sed -n 's/.*test hook: escape \([a-z]*:[^ ]*\)\( fd [0-9]*\)*: \([A-Z]*\)$
 [ "$($C exec "$eid" -- echo still 2>/dev/null)" = still ] &&
 	ok "the sandbox of that VMM still runs" ||
 	not_ok "the sandbox of that VMM still runs" "sandbox '$eid'"
+
+# SIGKILL of its cgroup supervisor ends the jailed VM too: taking the
+# jail's uid cleared its parent-death signal, which it sets again
+vp=$(vm_pid "$eid")
+sup=$(awk '{ print $4 }' /proc/$vp/stat 2>/dev/null)
+[ -n "$sup" ] && kill -9 "$sup"
+i=0
+while [ $i -lt 100 ] && kill -0 "$vp" 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -n "$vp" ] && [ -n "$sup" ] && ! kill -0 "$vp" 2>/dev/null &&
+	ok "the jailed VM dies with its supervisor" ||
+	not_ok "the jailed VM dies with its supervisor" "VM '$vp', supervisor '$sup'"
 
 # ... nor signal a host process: the filter kills it at kill(2)
 sleep 300 &
