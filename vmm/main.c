@@ -163,15 +163,17 @@ static void usage(FILE *f)
 "  --jail-user UID:GID  once set up, run as UID:GID (neither 0) in new mount,\n"
 "                       pid, IPC and network namespaces whose root is\n"
 "                       --jail-root DIR (the sandbox's run directory); a\n"
-"                       snapshot then goes only into a directory passed with\n"
-"                       the request\n"
+"                       snapshot then goes only into files passed with the\n"
+"                       request, and no file opens by name but beneath\n"
+"                       --checkpoint-dir (Landlock)\n"
 "  --jail-root DIR      the jail's root, needs --jail-user\n"
 "  --stats              print VM exit (and network) counts and times at the end\n"
 "  -v, --verbose        more messages\n"
 "\n"
 "Exit status: 0 the guest powered off or reset, or a stop request;\n"
 "1 error; 2 usage; 3 timeout.\n"
-"Environment: CUBE_NO_JAIL=1 is --no-cgroup --no-seccomp (development only).\n", f);
+"Environment: CUBE_NO_JAIL=1 is --no-cgroup --no-seccomp and no --jail-user\n"
+"(development only).\n", f);
 }
 
 enum {
