@@ -284,18 +284,29 @@ static ssize_t t_file_read_chunk(struct e2b_file *f, void *buf, size_t len)
 
 struct e2b_proc {
 	int step;
+	bool forever;	/* "forever": a line every 20 ms, never an end */
 };
 
 static int t_proc_start(void *be, const char *id, const struct e2b_start *req,
 			struct e2b_proc **out, char *msg)
 {
 	*out = calloc(1, sizeof(**out));
+	if (*out && req->proc.cmd && !strcmp(req->proc.cmd, "forever"))
+		(*out)->forever = true;
 	return 0;
 }
 
 static int t_proc_next(struct e2b_proc *p, struct e2b_event *ev, int ms)
 {
 	memset(ev, 0, sizeof(*ev));
+	if (p->forever && p->step) {
+		usleep(20 * 1000);
+		ev->type = E2B_EV_STDOUT;
+		ev->data = "tick\n";
+		ev->len = 5;
+		p->step++;
+		return 0;
+	}
 	switch (p->step++) {
 	case 0:
 		ev->type = E2B_EV_START;
@@ -1369,6 +1380,74 @@ static bool dropped_two_parts(size_t held, uint64_t dropped)
 static bool holds_a_part(size_t held, uint64_t dropped)
 {
 	return held >= PART;
+}
+
+/*
+ * Long streams do not hold short requests up: with eight process streams
+ * of one client open and flowing, twenty short API requests are each
+ * answered at once, and every stream still flows after them.
+ */
+TEST(long_streams_do_not_starve_short_requests)
+{
+	struct e2b_server_config cfg = {
+		.addr = "127.0.0.1", .api = &api,
+		.max_conns = 16, .max_per_client = 12,
+	};
+	static const char msg[] = "{\"process\":{\"cmd\":\"forever\"}}";
+	uint8_t body[64];
+	char req[512], buf[4096], *r;
+	int streams[8], i;
+	double t0, worst = 0;
+	ssize_t n;
+
+	ASSERT_EQ(e2b_keys_add(&keys, "k"), 0);
+	api.keys = &keys;
+	api.backend.ops = &ops;
+	ASSERT_EQ(e2b_server_start(&cfg, &srv), 0);
+	cf_put_header(body, 0, sizeof(msg) - 1);
+	memcpy(body + CF_HDR_LEN, msg, sizeof(msg) - 1);
+	snprintf(req, sizeof(req), "POST /process.Process/Start HTTP/1.1\r\n" ENVD_HDRS
+		 "Content-Type: application/connect+json\r\nContent-Length: %zu\r\n\r\n",
+		 CF_HDR_LEN + sizeof(msg) - 1);
+	for (i = 0; i < 8; i++) {
+		streams[i] = dial(E2B_PLANE_ENVD);
+		ASSERT_GE(streams[i], 0);
+		ASSERT_EQ(write(streams[i], req, strlen(req)), (ssize_t)strlen(req));
+		ASSERT_EQ(write(streams[i], body, CF_HDR_LEN + sizeof(msg) - 1),
+			  (ssize_t)(CF_HDR_LEN + sizeof(msg) - 1));
+	}
+	/* every stream under way: its first lines arrive */
+	for (i = 0; i < 8; i++) {
+		struct pollfd p = { .fd = streams[i], .events = POLLIN };
+
+		ASSERT_EQ(poll(&p, 1, 5000), 1);
+		ASSERT_GT(read(streams[i], buf, sizeof(buf)), 0);
+	}
+	for (i = 0; i < 20; i++) {
+		t0 = mono_s();
+		r = http(E2B_PLANE_API, "GET /sandboxes HTTP/1.1\r\nHost: x\r\n"
+			 "X-API-Key: k\r\nConnection: close\r\n\r\n", NULL, 0, NULL);
+		EXPECT_EQ(status_of(r), 200);
+		if (mono_s() - t0 > worst)
+			worst = mono_s() - t0;
+	}
+	EXPECT_LT(worst, 1.0);
+	/* and the streams flow on: each has new lines */
+	for (i = 0; i < 8; i++) {
+		struct pollfd p = { .fd = streams[i], .events = POLLIN };
+
+		while (poll(&p, 1, 0) == 1 &&
+		       read(streams[i], buf, sizeof(buf)) > 0)
+			;
+		EXPECT_EQ(poll(&p, 1, 2000), 1);
+		n = read(streams[i], buf, sizeof(buf) - 1);
+		EXPECT_GT(n, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		EXPECT_TRUE(n > 0 && memmem(buf, n, "tick", 4) == NULL ?
+			    memmem(buf, n, "dGljaw", 6) != NULL : true);
+		close(streams[i]);
+	}
+	e2b_server_stop(srv);
 }
 
 /*
