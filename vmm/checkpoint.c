@@ -45,11 +45,20 @@ static uint64_t now_us(void)
 	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
+/* A new clone fd of the restore snapshot, or -errno. */
+static int base_clone(struct ckpt_set *s)
+{
+	struct cube_clone_create cr = { .snapshot_id = s->base_id };
+	int fd = ioctl(s->dev_fd, CUBE_IOC_CLONE_CREATE, &cr);
+
+	return fd < 0 ? -errno : fd;
+}
+
 int ckpt_init(struct ckpt_set *s, const char *dir, char *err, size_t errlen)
 {
 	struct cube_clone_counters cc;
 
-	s->dir_fd = s->dev_fd = -1;
+	s->dir_fd = s->dev_fd = s->base_spare_fd = -1;
 	if (dir) {
 		s->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (s->dir_fd < 0)
@@ -66,6 +75,13 @@ int ckpt_init(struct ckpt_set *s, const char *dir, char *err, size_t errlen)
 	if (s->dev_fd < 0)
 		return serr(err, errlen, -errno, "/dev/%s: %s",
 			    CUBE_DEVICE_NAME, strerror(errno));
+	/* Costs no page until mapped; only the snapshot's owner may make it. */
+	s->base_spare_fd = base_clone(s);
+	if (s->base_spare_fd < 0)
+		return serr(err, errlen, s->base_spare_fd,
+			    "CUBE_IOC_CLONE_CREATE of snapshot %llu: %s",
+			    (unsigned long long)s->base_id,
+			    strerror(-s->base_spare_fd));
 	return 0;
 }
 
@@ -318,11 +334,12 @@ void ckpt_remove(struct ckpt_set *s, const char *name, char *reply,
 
 /*
  * Guest memory goes back to snapshot id: the clone reset when it is a
- * clone of id, else new_fd (a clone of id) mapped over the old clone.
+ * clone of id, else new_fd (a clone of id) mapped over the old clone
+ * (of old_id).
  * The devices are locked, the vCPUs paused.  Returns 0, or -errno with
  * the memory as it was.
  */
-static int swap_memory(struct ckpt_set *s, int new_fd)
+static int swap_memory(struct ckpt_set *s, int new_fd, uint64_t old_id)
 {
 	struct vm *vm = s->vm;
 	void *p;
@@ -337,10 +354,16 @@ static int swap_memory(struct ckpt_set *s, int new_fd)
 	madvise(vm->mem.host, vm->mem.size, MADV_DONTDUMP);
 	/*
 	 * The old clone's pages go now, even if a cube.ko sandbox still
-	 * holds the clone for its counters.
+	 * holds the clone for its counters.  A clone of the base becomes the
+	 * spare again when the spare was spent.
 	 */
 	ioctl(*s->mem_fd, CUBE_IOC_CLONE_RESET);
-	close(*s->mem_fd);
+	if (new_fd == s->base_spare_fd)
+		s->base_spare_fd = -1;
+	if (s->base_spare_fd < 0 && old_id == s->base_id)
+		s->base_spare_fd = *s->mem_fd;
+	else
+		close(*s->mem_fd);
 	*s->mem_fd = new_fd;
 	return 0;
 }
@@ -456,7 +479,10 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 			 target, strerror(errno));
 		goto out;
 	}
-	if (cc.snapshot_id != id) {
+	if (cc.snapshot_id != id && id == s->base_id && s->base_spare_fd >= 0) {
+		/* Never mapped, or reset when it became the spare. */
+		new_fd = s->base_spare_fd;
+	} else if (cc.snapshot_id != id) {
 		struct cube_clone_create cr = { .snapshot_id = id };
 
 		new_fd = ioctl(s->dev_fd, CUBE_IOC_CLONE_CREATE, &cr);
@@ -471,12 +497,12 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	if (!was_paused)
 		vm_pause(s->vm);
 	snapshot_lock_devs(s->vm, true);
-	ret = swap_memory(s, new_fd);
+	ret = swap_memory(s, new_fd, cc.snapshot_id);
 	if (ret) {
 		snapshot_lock_devs(s->vm, false);
 		if (!was_paused)
 			vm_resume(s->vm);
-		if (new_fd >= 0)
+		if (new_fd >= 0 && new_fd != s->base_spare_fd)
 			close(new_fd);
 		snprintf(reply, len, "ERR rollback %s: guest memory: %s",
 			 target, strerror(-ret));
@@ -526,7 +552,9 @@ void ckpt_fini(struct ckpt_set *s)
 		close(s->dir_fd);
 	if (s->dev_fd >= 0)
 		close(s->dev_fd);
+	if (s->base_spare_fd >= 0)
+		close(s->base_spare_fd);
 	if (s->base_disk_fd >= 0)
 		close(s->base_disk_fd);
-	s->dir_fd = s->dev_fd = s->base_disk_fd = -1;
+	s->dir_fd = s->dev_fd = s->base_disk_fd = s->base_spare_fd = -1;
 }

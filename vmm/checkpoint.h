@@ -43,6 +43,12 @@ struct ckpt_set {
 	int base_disk_fd;		/* its disk.img (-1: none, no disk) */
 	int dir_fd;			/* --checkpoint-dir, -1: none */
 	int dev_fd;			/* /dev/cube, -1: none */
+	/*
+	 * An unmapped clone of base_id, or -1 while *mem_fd is one: the way
+	 * back to the restore snapshot, which a jailed VMM (another uid than
+	 * the snapshot's owner) may not clone itself.
+	 */
+	int base_spare_fd;
 	unsigned int nr;
 	struct ckpt *c[CKPT_MAX];
 	unsigned long checkpoints;	/* made since start */
@@ -51,7 +57,8 @@ struct ckpt_set {
 
 /*
  * Before the jail: opens dir (may be NULL) and, for memory on a clone,
- * /dev/cube; notes the clone's snapshot.  0 or -errno with err set.
+ * /dev/cube and a spare clone of the clone's snapshot, noted as the
+ * base.  0 or -errno with err set.
  * base_disk_fd is the caller's to set, before or after; ckpt_fini()
  * closes it.
  */

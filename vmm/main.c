@@ -1244,7 +1244,7 @@ int main(int argc, char **argv)
 {
 	static struct vmm m;
 	struct cgroup_limits lim = { 0 };
-	int parent_close[7];
+	int parent_close[8];
 	char name[64];
 	const char *err = NULL;
 	int ret;
@@ -1255,7 +1255,8 @@ int main(int argc, char **argv)
 		m.ctl.clients[ret].fd = -1;
 	m.epoll_fd = -1;
 	m.r.mem_fd = -1;
-	m.ck.base_disk_fd = -1;
+	m.ck.base_disk_fd = m.ck.base_spare_fd = -1;
+	m.ck.dir_fd = m.ck.dev_fd = -1;
 	if (parse_opts(&m.o, argc, argv)) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -1327,6 +1328,7 @@ int main(int argc, char **argv)
 		parent_close[4] = m.ck.dev_fd;
 		parent_close[5] = m.o.disk_fd;
 		parent_close[6] = m.ck.base_disk_fd;
+		parent_close[7] = m.ck.base_spare_fd;
 		lim.parent_close = parent_close;
 		lim.nr_parent_close = ARRAY_SIZE(parent_close);
 		/* the VM process: pid 1 of a namespace of its own */

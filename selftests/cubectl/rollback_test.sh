@@ -53,7 +53,7 @@ gone() {
 	! $C inspect "$1" >/dev/null 2>&1 && [ ! -e "$CUBE_RUN_DIR/sandboxes/$1" ]
 }
 
-PLAN=48
+PLAN=50
 ktap_plan $PLAN
 
 main() {
@@ -140,6 +140,22 @@ main() {
 	[ "$(echo $py | tr ' ' '\n' | grep '^[0-9a-f]\{32\}$' | sort -u | wc -l)" = 3 ] &&
 		ok "python3 os.urandom: 3 different" ||
 		not_ok "python3 os.urandom: 3 different" "got:$py"
+
+	# --- A, on a clone of c1 now: back to the template and forth, twice ---
+	# (the way to the template is a clone the jailed VMM could not make)
+	out= failed=
+	for t in '' c1 '' c1 ''; do
+		out=$($C rollback "$a" $t 2>&1) || { failed="to ${t:-the template}: $out"; break; }
+	done
+	if [ -z "$failed" ]; then
+		check "template, c1, template, c1, template: the template's state" \
+			"built" "$(x "$a" 'cat /root/marker /root/before 2>/dev/null')"
+	else
+		not_ok "template, c1, template, c1, template" "$failed"
+	fi
+	$C rollback "$a" c1 >/dev/null
+	check "and c1's again" "kept built" \
+		"$(x "$a" 'cat /root/before /root/marker' | tr '\n' ' ' | sed 's/ $//')"
 
 	# --- bad inputs: a clear error, the status, nothing changed ---
 	lock=$CUBE_RUN_DIR/sandboxes/$a/rollback.lock
