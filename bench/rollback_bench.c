@@ -9,7 +9,8 @@
  *
  *   rollback  "rollback" on the control socket (the clone reset, the
  *             state loaded again) until the guest answers a vsock round
- *             trip; the private pages each rollback dropped
+ *             trip; the private pages each rollback dropped, and the
+ *             VMM's own time for it (memory, then state) from its reply
  *   new VMM   a new cube-vmm --restore of the snapshot, spawned until its
  *             first vsock answer
  *
@@ -263,6 +264,14 @@ static pid_t restore(int i, char *uds, char *ctl, size_t len)
 	return spawn(argv, err);
 }
 
+/* The number after @key in a control reply, or -1. */
+static double field(const char *reply, const char *key)
+{
+	const char *p = strstr(reply, key);
+
+	return p ? atof(p + strlen(key)) : -1;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -310,6 +319,7 @@ int main(int argc, char **argv)
 {
 	static const unsigned int dirty_mib[] = { 1, 10, 100 };
 	static double rb[MAX_RUNS], pages[MAX_RUNS], nv[MAX_RUNS];
+	static double in_vmm[MAX_RUNS], mem_us[MAX_RUNS], state_us[MAX_RUNS];
 	char self[PATH_MAX], *slash, uds[128], ctl[128], reply[256], req[64];
 	char nuds[128], nctl[128], out[32], path[128];
 	int n = 0, i, c, ret = 1;
@@ -385,8 +395,11 @@ int main(int argc, char **argv)
 				goto out_vm;
 			}
 			rb[i] = (now_s() - t0) * 1e3;
-			pages[i] = strstr(reply, " pages=") ?
-				   atof(strstr(reply, " pages=") + 7) : -1;
+			pages[i] = field(reply, " pages=");
+			if (sscanf(reply, "OK rollback %*s %lf us", &in_vmm[i]) != 1)
+				in_vmm[i] = -1;
+			mem_us[i] = field(reply, " mem_us=");
+			state_us[i] = field(reply, " state_us=");
 
 			t0 = now_s();
 			c = restore(1, nuds, nctl, sizeof(nuds));
@@ -405,9 +418,10 @@ int main(int argc, char **argv)
 		{
 			double mrb = median(rb, n), mnv = median(nv, n);
 
-			printf("bench: figure=rollback dirty_mib=%u runs=%d rollback_ready_ms=%.1f pages_reset=%.0f new_vmm_ready_ms=%.1f ratio_new_vmm_over_rollback=%.2f\n",
+			printf("bench: figure=rollback dirty_mib=%u runs=%d rollback_ready_ms=%.1f pages_reset=%.0f new_vmm_ready_ms=%.1f ratio_new_vmm_over_rollback=%.2f in_vmm_us=%.0f mem_us=%.0f state_us=%.0f\n",
 			       dirty_mib[d], n, mrb, median(pages, n), mnv,
-			       mnv / mrb);
+			       mnv / mrb, median(in_vmm, n), median(mem_us, n),
+			       median(state_us, n));
 		}
 	}
 	ret = 0;

@@ -437,7 +437,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	struct snap_restore *st;
 	const char *target;
 	bool was_paused;
-	uint64_t id, t0;
+	uint64_t id, t0, t_mem, t_state;
 	char err[256];
 	int new_fd = -1, disk_fd, ret;
 
@@ -498,6 +498,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 		vm_pause(s->vm);
 	snapshot_lock_devs(s->vm, true);
 	ret = swap_memory(s, new_fd, cc.snapshot_id);
+	t_mem = now_us();
 	if (ret) {
 		snapshot_lock_devs(s->vm, false);
 		if (!was_paused)
@@ -525,6 +526,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	    st->disk.size < virtio_blk_size(s->vm->devs[VM_DEV_DISK]))
 		virtio_mmio_config_changed(s->vm->devs[VM_DEV_DISK]);
 	snapshot_lock_devs(s->vm, false);
+	t_state = now_us();
 	if (ret) {
 		/* Checked before: the disk's copy failed, or KVM refused a state it took once. */
 		vm_request_exit(s->vm, VM_EXIT_ERROR, "rollback %s: %s",
@@ -536,9 +538,12 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	if (!was_paused)
 		vm_resume(s->vm);
 	s->rollbacks++;
-	snprintf(reply, len, "OK rollback %s %llu us pages=%llu", target,
-		 (unsigned long long)(now_us() - t0),
-		 (unsigned long long)cc.private_pages);
+	/* mem_us: the clone reset or swapped; state_us: disk, devices, vCPUs */
+	snprintf(reply, len, "OK rollback %s %llu us pages=%llu mem_us=%llu state_us=%llu",
+		 target, (unsigned long long)(now_us() - t0),
+		 (unsigned long long)cc.private_pages,
+		 (unsigned long long)(t_mem - t0),
+		 (unsigned long long)(t_state - t_mem));
 out:
 	if (disk_fd >= 0 && disk_fd != s->base_disk_fd)
 		close(disk_fd);
