@@ -75,6 +75,8 @@ int ckpt_init(struct ckpt_set *s, const char *dir, char *err, size_t errlen)
 	if (s->dev_fd < 0)
 		return serr(err, errlen, -errno, "/dev/%s: %s",
 			    CUBE_DEVICE_NAME, strerror(errno));
+	if (!s->want_spare)
+		return 0;
 	/* Costs no page until mapped; only the snapshot's owner may make it. */
 	s->base_spare_fd = base_clone(s);
 	if (s->base_spare_fd < 0)
@@ -360,7 +362,7 @@ static int swap_memory(struct ckpt_set *s, int new_fd, uint64_t old_id)
 	ioctl(*s->mem_fd, CUBE_IOC_CLONE_RESET);
 	if (new_fd == s->base_spare_fd)
 		s->base_spare_fd = -1;
-	if (s->base_spare_fd < 0 && old_id == s->base_id)
+	if (s->want_spare && s->base_spare_fd < 0 && old_id == s->base_id)
 		s->base_spare_fd = *s->mem_fd;
 	else
 		close(*s->mem_fd);

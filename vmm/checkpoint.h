@@ -49,6 +49,7 @@ struct ckpt_set {
 	 * the snapshot's owner) may not clone itself.
 	 */
 	int base_spare_fd;
+	bool want_spare;		/* keep one (a jailed VMM's checkpoints) */
 	unsigned int nr;
 	struct ckpt *c[CKPT_MAX];
 	unsigned long checkpoints;	/* made since start */
@@ -57,8 +58,8 @@ struct ckpt_set {
 
 /*
  * Before the jail: opens dir (may be NULL) and, for memory on a clone,
- * /dev/cube and a spare clone of the clone's snapshot, noted as the
- * base.  0 or -errno with err set.
+ * /dev/cube and, with want_spare, a spare clone of the clone's
+ * snapshot, noted as the base.  0 or -errno with err set.
  * base_disk_fd is the caller's to set, before or after; ckpt_fini()
  * closes it.
  */

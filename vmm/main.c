@@ -1305,6 +1305,8 @@ int main(int argc, char **argv)
 	m.ck.mem_fd = &m.mem_fd;
 	m.ck.mem_shared = m.mem_shared;
 	m.ck.paused = &m.paused;
+	/* once jailed, it may not clone root's restore snapshot itself */
+	m.ck.want_spare = m.o.jail_root && m.o.checkpoint_dir;
 	{
 		char err2[256];
 
