@@ -33,6 +33,7 @@
 
 #include "control.h"
 #include "jail.h"
+#include "serial.h"
 #include "util.h"
 #include "vm.h"
 #include "vsock.h"
@@ -402,6 +403,19 @@ static int vcpu_filter_build(struct vm *vm, struct vcpu *vcpu,
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fallocate), 1,
 				       SCMP_A1(SCMP_CMP_EQ, FALLOC_FL_PUNCH_HOLE |
 					       FALLOC_FL_KEEP_SIZE));
+	/* the console log's rotation: on its fd only */
+	if (!ret && vm->serial && serial_rotate_fd(vm->serial) >= 0) {
+		int fd = serial_rotate_fd(vm->serial);
+
+		if (!vm->devs[VM_DEV_DISK])
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+					       SCMP_SYS(pwrite64), 1,
+					       SCMP_A0(SCMP_CMP_EQ, fd));
+		if (!ret)
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+					       SCMP_SYS(ftruncate), 1,
+					       SCMP_A0(SCMP_CMP_EQ, fd));
+	}
 	/* fstat() is newfstatat(fd, "", AT_EMPTY_PATH): on an fd, no path */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* 16550A UART, transmit side only; see serial.h. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "serial.h"
 #include "util.h"
@@ -26,10 +29,76 @@ void serial_init(struct serial *s, struct vm *vm, int out_fd)
 	pthread_mutex_init(&s->lock, NULL);
 	s->vm = vm;
 	s->out_fd = out_fd;
-	/* a log an earlier VMM of the sandbox wrote counts */
-	if (out_fd >= 0 && !fstat(out_fd, &st) && S_ISREG(st.st_mode))
+	/*
+	 * A log an earlier VMM of the sandbox wrote counts.  A file is
+	 * written at explicit offsets (an O_APPEND pwrite() would append), so
+	 * that at the cap its newest half can move to its start.
+	 */
+	if (out_fd >= 0 && !fstat(out_fd, &st) && S_ISREG(st.st_mode)) {
+		int fl = fcntl(out_fd, F_GETFL);
+
 		s->written = st.st_size;
+		s->rotate = fl >= 0 &&
+			    !fcntl(out_fd, F_SETFL, fl & ~O_APPEND);
+	}
 	serial_set_limits(s, SERIAL_DEFAULT_MAX, SERIAL_DEFAULT_RATE);
+}
+
+/* @len bytes to the log: at the end of a file, or down a pipe. */
+static void serial_put_locked(struct serial *s, const char *b, size_t len)
+{
+	if (!s->rotate) {
+		write_full(s->out_fd, b, len);
+		s->written += len;
+		return;
+	}
+	while (len) {
+		ssize_t n = pwrite(s->out_fd, b, len, s->written);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		b += n;
+		len -= n;
+		s->written += n;
+	}
+}
+
+/*
+ * The log at its cap: its newest half, from a line's start, moves to the
+ * file's start and the rest is cut off.  Forward, chunk by chunk: the
+ * source is always past the destination.  False where that fails (the log
+ * then stops as a pipe's does).
+ */
+static bool serial_rotate_locked(struct serial *s)
+{
+	char chunk[4096];
+	uint64_t from = s->written - s->max / 2, to = 0;
+	ssize_t n, i;
+
+	/* the first whole line of the newest half */
+	n = pread(s->out_fd, chunk, sizeof(chunk), from);
+	for (i = 0; i < n && chunk[i] != '\n'; i++)
+		;
+	if (i < n)
+		from += i + 1;
+	while (from < s->written) {
+		size_t want = s->written - from < sizeof(chunk) ?
+			      s->written - from : sizeof(chunk);
+
+		n = pread(s->out_fd, chunk, want, from);
+		if (n <= 0 || pwrite(s->out_fd, chunk, n, to) != n)
+			return false;
+		from += n;
+		to += n;
+	}
+	if (ftruncate(s->out_fd, to))
+		return false;
+	s->dropped_old += s->written - to;
+	s->written = to;
+	s->rotations++;
+	return true;
 }
 
 void serial_set_limits(struct serial *s, uint64_t max, uint64_t rate)
@@ -40,11 +109,11 @@ void serial_set_limits(struct serial *s, uint64_t max, uint64_t rate)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* A line of the VMM's own in the log; not counted against the bounds. */
+/* A line of the VMM's own in the log; not counted against the rate. */
 static void __attribute__((format(printf, 2, 3)))
 serial_note_locked(struct serial *s, const char *fmt, ...)
 {
-	char line[160];
+	char line[SERIAL_NOTE_MAX];
 	va_list ap;
 	int n;
 
@@ -52,8 +121,8 @@ serial_note_locked(struct serial *s, const char *fmt, ...)
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (n > 0)
-		write_full(s->out_fd, line, (size_t)n < sizeof(line) ?
-			   (size_t)n : sizeof(line) - 1);
+		serial_put_locked(s, line, (size_t)n < sizeof(line) ?
+				  (size_t)n : sizeof(line) - 1);
 }
 
 /* How much output the rate dropped, if any is not yet said. */
@@ -74,6 +143,13 @@ static void serial_flush_locked(struct serial *s)
 	s->buf_len = 0;
 	if (!len || s->out_fd < 0 || s->full)
 		return;
+	if (s->written + len + SERIAL_NOTE_MAX > s->max && s->rotate &&
+	    serial_rotate_locked(s)) {
+		serial_note_locked(s, "[cube-vmm: older output dropped "
+				   "(%llu bytes so far): the console log keeps "
+				   "its newest]\n",
+				   (unsigned long long)s->dropped_old);
+	}
 	if (s->written + len > s->max) {
 		s->full = true;
 		serial_note_locked(s, "\n[cube-vmm: the console log holds its "
@@ -87,8 +163,7 @@ static void serial_flush_locked(struct serial *s)
 		return;
 	}
 	serial_say_dropped_locked(s);
-	s->written += len;
-	write_full(s->out_fd, s->buf, len);
+	serial_put_locked(s, s->buf, len);
 }
 
 /* At the end: what is buffered, and how much was dropped if not yet said. */

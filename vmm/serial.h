@@ -8,8 +8,14 @@
  * file, counting what was there when the VMM opened it (an earlier VMM of
  * the same sandbox), and at most @rate bytes a second after a burst of
  * four seconds' worth.  Output over the rate is dropped and counted, and a
- * line says how much once output flows again (or the VMM ends); at the cap
- * one line says the rest is dropped.
+ * line says how much once output flows again (or the VMM ends).
+ *
+ * At the cap a file rotates in place: its newest half (from a line's
+ * start) moves to its start, the rest is cut off and a line says how much
+ * older output is gone, so the log always ends with what the guest wrote
+ * last.  Only the fd is needed, so a jailed VMM rotates too.  Output that
+ * is not a file (a pipe, a terminal) stops at the cap instead, and one
+ * line says the rest is dropped.
  */
 #ifndef CUBE_VMM_SERIAL_H
 #define CUBE_VMM_SERIAL_H
@@ -44,7 +50,13 @@ struct serial {
 	struct token_bucket rate;	/* bytes a second, 4 s of burst */
 	uint64_t dropped;		/* over the rate, not yet said */
 	bool full;			/* at @max: the rest is dropped */
+	bool rotate;			/* a file: rotates at @max */
+	uint64_t dropped_old;		/* bytes rotated out */
+	uint64_t rotations;
 };
+
+/* room kept for one of the VMM's own lines */
+#define SERIAL_NOTE_MAX		160
 
 #define SERIAL_DEFAULT_MAX	(1ULL << 20)
 #define SERIAL_DEFAULT_RATE	(64ULL << 10)
@@ -53,6 +65,12 @@ void serial_init(struct serial *s, struct vm *vm, int out_fd);
 void serial_set_limits(struct serial *s, uint64_t max, uint64_t rate);
 void serial_io(struct serial *s, uint16_t off, bool write, uint8_t *val);
 void serial_flush(struct serial *s);
+
+/* The fd a rotation writes and truncates (vCPU threads' filter), or -1. */
+static inline int serial_rotate_fd(const struct serial *s)
+{
+	return s->rotate ? s->out_fd : -1;
+}
 void serial_get_regs(struct serial *s, struct serial_regs *r);
 void serial_set_regs(struct serial *s, const struct serial_regs *r);
 
