@@ -14,6 +14,11 @@
  *   new VMM   a new cube-vmm --restore of the snapshot, spawned until its
  *             first vsock answer
  *
+ * Beside the times, what does not depend on the CPU's speed: the tries
+ * until the first answer, and the clone faults each way took until then
+ * (a rollback keeps the snapshot's pages mapped; a new VMM maps them
+ * again).  The rollback's control round trip is control_ms.
+ *
  * Medians over -n runs (default 5; 3 under QEMU TCG) and their ratio (new
  * VMM / rollback).  A measurement, not a test: needs /dev/kvm and
  * /dev/cube.
@@ -129,16 +134,21 @@ static int kv_once(const char *uds, const char *req, char *out, size_t len)
 	return r;
 }
 
-/* Until the guest answers PING (retrying while it comes up): 0 or -1. */
+/*
+ * Until the guest answers PING (retrying while it comes up): the number of
+ * tries it took, or -1.
+ */
 static int until_pong(const char *uds, double timeout)
 {
 	double end = now_s() + timeout;
 	char out[32];
+	int tries = 0;
 
 	while (now_s() < end) {
+		tries++;
 		if (!kv_once(uds, "PING", out, sizeof(out)) &&
 		    !strcmp(out, "PONG"))
-			return 0;
+			return tries;
 		usleep(1000);
 	}
 	return -1;
@@ -285,6 +295,16 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The VMM's clone faults so far ("status"), or -1. */
+static double clone_faults(const char *ctl)
+{
+	char reply[512];
+
+	if (control(ctl, "status", reply, sizeof(reply)))
+		return -1;
+	return field(reply, " clone_faults=");
+}
+
 /* The guest is QEMU's emulation (hypervisor leaf "TCGTCGTCGTCG"). */
 static bool under_tcg(void)
 {
@@ -320,6 +340,8 @@ int main(int argc, char **argv)
 	static const unsigned int dirty_mib[] = { 1, 10, 100 };
 	static double rb[MAX_RUNS], pages[MAX_RUNS], nv[MAX_RUNS];
 	static double in_vmm[MAX_RUNS], mem_us[MAX_RUNS], state_us[MAX_RUNS];
+	static double ctl_ms[MAX_RUNS], tries[MAX_RUNS];
+	static double rb_faults[MAX_RUNS], nv_faults[MAX_RUNS];
 	char self[PATH_MAX], *slash, uds[128], ctl[128], reply[256], req[64];
 	char nuds[128], nctl[128], out[32], path[128];
 	int n = 0, i, c, ret = 1;
@@ -373,13 +395,13 @@ int main(int argc, char **argv)
 	if (mkdir(work, 0700) || make_snapshot())
 		goto out;
 	pid = restore(0, uds, ctl, sizeof(uds));
-	if (pid < 0 || until_pong(uds, 120)) {
+	if (pid < 0 || until_pong(uds, 120) < 0) {
 		printf("# the restored VMM did not answer\n");
 		goto out_vm;
 	}
 	for (d = 0; d < sizeof(dirty_mib) / sizeof(dirty_mib[0]); d++) {
 		for (i = 0; i < n; i++) {
-			double t0;
+			double t0, f0, f1;
 
 			snprintf(req, sizeof(req), "DIRTY %u %d", dirty_mib[d], i);
 			if (kv_once(uds, req, out, sizeof(out)) ||
@@ -387,14 +409,23 @@ int main(int argc, char **argv)
 				printf("# DIRTY %u: no answer\n", dirty_mib[d]);
 				goto out_vm;
 			}
+			f0 = clone_faults(ctl);
 			t0 = now_s();
 			if (control(ctl, "rollback", reply, sizeof(reply)) ||
-			    strncmp(reply, "OK rollback", 11) ||
-			    until_pong(uds, 60)) {
+			    strncmp(reply, "OK rollback", 11)) {
 				printf("# rollback: %s\n", reply);
 				goto out_vm;
 			}
+			ctl_ms[i] = (now_s() - t0) * 1e3;
+			tries[i] = until_pong(uds, 60);
+			if (tries[i] < 0) {
+				printf("# no answer after the rollback\n");
+				goto out_vm;
+			}
 			rb[i] = (now_s() - t0) * 1e3;
+			/* a reset clone counts on; what the answer faulted in */
+			f1 = clone_faults(ctl);
+			rb_faults[i] = f0 >= 0 && f1 >= f0 ? f1 - f0 : f1;
 			pages[i] = field(reply, " pages=");
 			if (sscanf(reply, "OK rollback %*s %lf us", &in_vmm[i]) != 1)
 				in_vmm[i] = -1;
@@ -403,7 +434,7 @@ int main(int argc, char **argv)
 
 			t0 = now_s();
 			c = restore(1, nuds, nctl, sizeof(nuds));
-			if (c < 0 || until_pong(nuds, 120)) {
+			if (c < 0 || until_pong(nuds, 120) < 0) {
 				printf("# the new VMM did not answer\n");
 				if (c > 0) {
 					kill(c, SIGKILL);
@@ -412,16 +443,19 @@ int main(int argc, char **argv)
 				goto out_vm;
 			}
 			nv[i] = (now_s() - t0) * 1e3;
+			nv_faults[i] = clone_faults(nctl);
 			control(nctl, "stop", reply, sizeof(reply));
 			reap(c, 60);
 		}
 		{
 			double mrb = median(rb, n), mnv = median(nv, n);
 
-			printf("bench: figure=rollback dirty_mib=%u runs=%d rollback_ready_ms=%.1f pages_reset=%.0f new_vmm_ready_ms=%.1f ratio_new_vmm_over_rollback=%.2f in_vmm_us=%.0f mem_us=%.0f state_us=%.0f\n",
+			printf("bench: figure=rollback dirty_mib=%u runs=%d rollback_ready_ms=%.1f pages_reset=%.0f new_vmm_ready_ms=%.1f ratio_new_vmm_over_rollback=%.2f in_vmm_us=%.0f mem_us=%.0f state_us=%.0f control_ms=%.1f answer_tries=%.0f rollback_clone_faults=%.0f new_vmm_clone_faults=%.0f\n",
 			       dirty_mib[d], n, mrb, median(pages, n), mnv,
 			       mnv / mrb, median(in_vmm, n), median(mem_us, n),
-			       median(state_us, n));
+			       median(state_us, n), median(ctl_ms, n),
+			       median(tries, n), median(rb_faults, n),
+			       median(nv_faults, n));
 		}
 	}
 	ret = 0;
