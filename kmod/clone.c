@@ -714,8 +714,26 @@ static int cube_clone_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 }
 
+/*
+ * How many separate runs of offsets a reset zaps one by one; past that the
+ * rest is zapped as one span (each zap is an MMU-notifier round trip).
+ */
+#define CUBE_RESET_MAX_RUNS	64
+
+/*
+ * cube_clone_reset() - drop every private page: the clone reads its
+ * snapshot again.  Only offsets that had a private page are zapped: a PTE
+ * of a shared page (the snapshot's, or zeros) stays right, so neither the
+ * core mm nor KVM has to fault a guest's working set in again.  A fault
+ * racing the reset finds the offset without its private page (removed
+ * under the page lock its faults map it with) and maps the snapshot's or
+ * makes a new one; the zap that follows removes whatever PTE of the old
+ * page is left, as it did for a fault that came before.
+ */
 static long cube_clone_reset(struct cube_clone *clone)
 {
+	pgoff_t start = 0, end = 0;	/* the run of offsets to zap */
+	unsigned int runs = 0;
 	unsigned long index;
 	void *entry;
 
@@ -724,16 +742,8 @@ static long cube_clone_reset(struct cube_clone *clone)
 		struct page *page = entry;
 
 		cond_resched();		/* up to the clone's size in entries */
-		if (xa_is_value(entry)) {
-			/* under the lock a fault maps the shared page with */
-			page = cube_snapshot_page(clone->snap, index);
-			cube_clone_lock_shared(clone, page);
-			if (xa_cmpxchg(&clone->pages, index, entry, NULL, 0) ==
-			    entry)
-				atomic64_dec(&clone->shared_pages);
-			cube_clone_unlock_shared(clone, page);
-			continue;
-		}
+		if (xa_is_value(entry))
+			continue;	/* CUBE_CLONE_SEEN: still the snapshot's */
 		lock_page(page);
 		if (xa_cmpxchg(&clone->pages, index, page, NULL, 0) == page) {
 			atomic64_dec(&clone->private_pages);
@@ -743,8 +753,21 @@ static long cube_clone_reset(struct cube_clone *clone)
 		} else {
 			unlock_page(page);
 		}
+		if (index == end) {
+			end++;
+			continue;
+		}
+		if (end > start && runs < CUBE_RESET_MAX_RUNS) {
+			cube_clone_zap(clone, start, end - start);
+			runs++;
+			start = index;
+		} else if (end == start) {
+			start = index;	/* the first */
+		}
+		end = index + 1;
 	}
-	cube_clone_zap(clone, 0, clone->nr_pages);
+	if (end > start)
+		cube_clone_zap(clone, start, end - start);
 	atomic64_inc(&clone->resets);
 	mutex_unlock(&clone->lock);
 	return 0;

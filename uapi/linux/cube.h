@@ -440,7 +440,7 @@ struct cube_clone_create {
  * @size: size of the clone in bytes
  * @private_pages: pages the clone holds privately (it wrote to them)
  * @shared_pages: distinct snapshot pages (zero pages included) the clone
- *	has mapped since it was created or last reset
+ *	has mapped since it was created (a reset keeps them mapped)
  * @faults: page faults the clone handled (fault and write-notify calls)
  * @cow_faults: private copies made
  * @prefaulted: pages mapped by %CUBE_CLONE_F_PREFAULT
