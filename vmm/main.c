@@ -989,7 +989,8 @@ static int run(struct vmm *m)
 		}
 	}
 	if (m->o.console_log) {
-		m->console_fd = open(m->o.console_log, O_WRONLY | O_CREAT |
+		/* read too: at its cap the log's newest half moves down */
+		m->console_fd = open(m->o.console_log, O_RDWR | O_CREAT |
 				     O_APPEND | O_CLOEXEC, 0644);
 		if (m->console_fd < 0) {
 			pr_err("cannot open console log %s: %s",

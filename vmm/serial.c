@@ -32,13 +32,14 @@ void serial_init(struct serial *s, struct vm *vm, int out_fd)
 	/*
 	 * A log an earlier VMM of the sandbox wrote counts.  A file is
 	 * written at explicit offsets (an O_APPEND pwrite() would append), so
-	 * that at the cap its newest half can move to its start.
+	 * that at the cap its newest half can move to its start (which
+	 * reads it: a file open for writing only stops at the cap).
 	 */
 	if (out_fd >= 0 && !fstat(out_fd, &st) && S_ISREG(st.st_mode)) {
 		int fl = fcntl(out_fd, F_GETFL);
 
 		s->written = st.st_size;
-		s->rotate = fl >= 0 &&
+		s->rotate = fl >= 0 && (fl & O_ACCMODE) == O_RDWR &&
 			    !fcntl(out_fd, F_SETFL, fl & ~O_APPEND);
 	}
 	serial_set_limits(s, SERIAL_DEFAULT_MAX, SERIAL_DEFAULT_RATE);

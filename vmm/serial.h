@@ -14,8 +14,9 @@
  * start) moves to its start, the rest is cut off and a line says how much
  * older output is gone, so the log always ends with what the guest wrote
  * last.  Only the fd is needed, so a jailed VMM rotates too.  Output that
- * is not a file (a pipe, a terminal) stops at the cap instead, and one
- * line says the rest is dropped.
+ * is not a file open for reading and writing (--console-log opens it so;
+ * standard output to a pipe or a terminal is not) stops at the cap
+ * instead, and one line says the rest is dropped.
  */
 #ifndef CUBE_VMM_SERIAL_H
 #define CUBE_VMM_SERIAL_H
