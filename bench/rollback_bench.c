@@ -236,7 +236,7 @@ static int make_snapshot(void)
 		return -1;
 	while (!file_has(log, "CUBE-L2-KV-READY") && now_s() < end)
 		usleep(20000);
-	if (until_pong(uds, 60)) {
+	if (until_pong(uds, 60) < 0) {
 		printf("# the guest did not come up:\n");
 		dump(log);
 		dump(err);
