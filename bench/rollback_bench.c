@@ -17,7 +17,8 @@
  * Beside the times, what does not depend on the CPU's speed: the tries
  * until the first answer, and the clone faults each way took until then
  * (a rollback keeps the snapshot's pages mapped; a new VMM maps them
- * again).  The rollback's control round trip is control_ms.
+ * again).  The rollback's control round trip is control_ms; the answer
+ * after the first, from a guest that is up, is next_answer_ms.
  *
  * Medians over -n runs (default 5; 3 under QEMU TCG) and their ratio (new
  * VMM / rollback).  A measurement, not a test: needs /dev/kvm and
@@ -340,7 +341,7 @@ int main(int argc, char **argv)
 	static const unsigned int dirty_mib[] = { 1, 10, 100 };
 	static double rb[MAX_RUNS], pages[MAX_RUNS], nv[MAX_RUNS];
 	static double in_vmm[MAX_RUNS], mem_us[MAX_RUNS], state_us[MAX_RUNS];
-	static double ctl_ms[MAX_RUNS], tries[MAX_RUNS];
+	static double ctl_ms[MAX_RUNS], tries[MAX_RUNS], ping_ms[MAX_RUNS];
 	static double rb_faults[MAX_RUNS], nv_faults[MAX_RUNS];
 	char self[PATH_MAX], *slash, uds[128], ctl[128], reply[256], req[64];
 	char nuds[128], nctl[128], out[32], path[128];
@@ -423,7 +424,14 @@ int main(int argc, char **argv)
 				goto out_vm;
 			}
 			rb[i] = (now_s() - t0) * 1e3;
-			/* a reset clone counts on; what the answer faulted in */
+			/* a round trip of a guest that is up: the floor */
+			t0 = now_s();
+			if (until_pong(uds, 60) < 0) {
+				printf("# no second answer after the rollback\n");
+				goto out_vm;
+			}
+			ping_ms[i] = (now_s() - t0) * 1e3;
+			/* a reset clone counts on; what the answers faulted in */
 			f1 = clone_faults(ctl);
 			rb_faults[i] = f0 >= 0 && f1 >= f0 ? f1 - f0 : f1;
 			pages[i] = field(reply, " pages=");
@@ -450,11 +458,12 @@ int main(int argc, char **argv)
 		{
 			double mrb = median(rb, n), mnv = median(nv, n);
 
-			printf("bench: figure=rollback dirty_mib=%u runs=%d rollback_ready_ms=%.1f pages_reset=%.0f new_vmm_ready_ms=%.1f ratio_new_vmm_over_rollback=%.2f in_vmm_us=%.0f mem_us=%.0f state_us=%.0f control_ms=%.1f answer_tries=%.0f rollback_clone_faults=%.0f new_vmm_clone_faults=%.0f\n",
+			printf("bench: figure=rollback dirty_mib=%u runs=%d rollback_ready_ms=%.1f pages_reset=%.0f new_vmm_ready_ms=%.1f ratio_new_vmm_over_rollback=%.2f in_vmm_us=%.0f mem_us=%.0f state_us=%.0f control_ms=%.1f answer_tries=%.0f next_answer_ms=%.1f rollback_clone_faults=%.0f new_vmm_clone_faults=%.0f\n",
 			       dirty_mib[d], n, mrb, median(pages, n), mnv,
 			       mnv / mrb, median(in_vmm, n), median(mem_us, n),
 			       median(state_us, n), median(ctl_ms, n),
-			       median(tries, n), median(rb_faults, n),
+			       median(tries, n), median(ping_ms, n),
+			       median(rb_faults, n),
 			       median(nv_faults, n));
 		}
 	}
