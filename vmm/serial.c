@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /* 16550A UART, transmit side only; see serial.h. */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,18 +50,8 @@ static void serial_put_locked(struct serial *s, const char *b, size_t len)
 	if (!s->rotate) {
 		write_full(s->out_fd, b, len);
 		s->written += len;
-		return;
-	}
-	while (len) {
-		ssize_t n = pwrite(s->out_fd, b, len, s->written);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		b += n;
-		len -= n;
-		s->written += n;
+	} else if (!pwrite_full(s->out_fd, b, len, s->written)) {
+		s->written += len;
 	}
 }
 
@@ -88,17 +77,16 @@ static bool serial_rotate_locked(struct serial *s)
 		size_t want = s->written - from < sizeof(chunk) ?
 			      s->written - from : sizeof(chunk);
 
-		n = pread(s->out_fd, chunk, want, from);
-		if (n <= 0 || pwrite(s->out_fd, chunk, n, to) != n)
+		if (pread_full(s->out_fd, chunk, want, from) ||
+		    pwrite_full(s->out_fd, chunk, want, to))
 			return false;
-		from += n;
-		to += n;
+		from += want;
+		to += want;
 	}
 	if (ftruncate(s->out_fd, to))
 		return false;
 	s->dropped_old += s->written - to;
 	s->written = to;
-	s->rotations++;
 	return true;
 }
 

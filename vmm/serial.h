@@ -53,7 +53,6 @@ struct serial {
 	bool full;			/* at @max: the rest is dropped */
 	bool rotate;			/* a file: rotates at @max */
 	uint64_t dropped_old;		/* bytes rotated out */
-	uint64_t rotations;
 };
 
 /* room kept for one of the VMM's own lines */

@@ -166,6 +166,25 @@ int pread_full(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
+int pwrite_full(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= n;
+		off += n;
+	}
+	return 0;
+}
+
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;

@@ -46,6 +46,8 @@ void vmm_log_set_limits(unsigned int rate, unsigned int burst, size_t max);
 int write_full(int fd, const void *buf, size_t len);
 /* pread all of buf at off; -EIO on a short file, else 0 or -errno. */
 int pread_full(int fd, void *buf, size_t len, off_t off);
+/* pwrite all of buf at off; 0 or -errno. */
+int pwrite_full(int fd, const void *buf, size_t len, off_t off);
 /* Parse a decimal unsigned in [min, max]; 0 or -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
