@@ -7,10 +7,13 @@
  * is booted and snapshotted once.  One VMM is restored from it onto a
  * cube.ko clone; for a guest that dirtied 1, 10 and 100 MiB since:
  *
- *   rollback  "rollback" on the control socket (the clone reset, the
+ *   rollback  "rollback" on the control socket (the clone rewound, the
  *             state loaded again) until the guest answers a vsock round
- *             trip; the private pages each rollback dropped, and the
- *             VMM's own time for it (memory, then state) from its reply
+ *             trip; the private pages each rollback found and kept, and
+ *             the VMM's own time for it (memory, then state) from its
+ *             reply.  Two VMMs: mode=keep copies the snapshot back into
+ *             the pages the guest wrote (the default), mode=drop frees
+ *             them (--rollback-keep=0) and the guest faults them again
  *   new VMM   a new cube-vmm --restore of the snapshot, spawned until its
  *             first vsock answer
  *
@@ -258,13 +261,15 @@ static int make_snapshot(void)
 	return 0;
 }
 
-static pid_t restore(int i, char *uds, char *ctl, size_t len)
+/* A cube-vmm restored from the snapshot; @extra: one more argument. */
+static pid_t restore(int i, char *uds, char *ctl, size_t len,
+		     const char *extra)
 {
 	char snap[128], log[128], err[128];
 	const char *argv[] = {
 		"cube-vmm", "--restore", snap, "--vsock-uds", uds,
 		"--control", ctl, "--console-log", log, "--timeout", "900",
-		NULL,
+		extra, NULL,
 	};
 
 	snprintf(snap, sizeof(snap), "%s/snap", work);
@@ -336,19 +341,91 @@ static const char *beside(const char *self_dir, const char *a, const char *b)
 	return p;
 }
 
+/* One rollback of one run: what it cost, what it did. */
+struct rb_run {
+	double ready_ms, pages, kept, in_vmm_us, mem_us, state_us;
+	double control_ms, tries, next_ms, faults;
+};
+
+/*
+ * "rollback" on @ctl, then vsock round trips on @uds until the guest
+ * answers, and one more.  0, or -1 with the reason printed.
+ */
+static int measure_rollback(const char *uds, const char *ctl,
+			    struct rb_run *r)
+{
+	char reply[256];
+	double t0, f0, f1;
+
+	f0 = clone_faults(ctl);
+	t0 = now_s();
+	if (control(ctl, "rollback", reply, sizeof(reply)) ||
+	    strncmp(reply, "OK rollback", 11)) {
+		printf("# rollback: %s\n", reply);
+		return -1;
+	}
+	r->control_ms = (now_s() - t0) * 1e3;
+	r->tries = until_pong(uds, 60);
+	if (r->tries < 0) {
+		printf("# no answer after the rollback\n");
+		return -1;
+	}
+	r->ready_ms = (now_s() - t0) * 1e3;
+	/* a round trip of a guest that is up: the floor */
+	t0 = now_s();
+	if (until_pong(uds, 60) < 0) {
+		printf("# no second answer after the rollback\n");
+		return -1;
+	}
+	r->next_ms = (now_s() - t0) * 1e3;
+	/* a rewound clone counts on; what the answers faulted in */
+	f1 = clone_faults(ctl);
+	r->faults = f0 >= 0 && f1 >= f0 ? f1 - f0 : f1;
+	r->pages = field(reply, " pages=");
+	r->kept = field(reply, " kept=");
+	if (sscanf(reply, "OK rollback %*s %lf us", &r->in_vmm_us) != 1)
+		r->in_vmm_us = -1;
+	r->mem_us = field(reply, " mem_us=");
+	r->state_us = field(reply, " state_us=");
+	return 0;
+}
+
+/* The median of field @f over @n runs. */
+#define MEDIAN_OF(runs, n, f) ({					\
+	double v_[MAX_RUNS];						\
+	int i_;								\
+									\
+	for (i_ = 0; i_ < (n); i_++)					\
+		v_[i_] = (runs)[i_].f;					\
+	median(v_, (n));						\
+})
+
+static void print_rollback(const char *mode, unsigned int mib, int n,
+			   struct rb_run *r, double new_vmm_ms,
+			   double new_vmm_faults)
+{
+	double ready = MEDIAN_OF(r, n, ready_ms);
+
+	printf("bench: figure=rollback mode=%s dirty_mib=%u runs=%d rollback_ready_ms=%.1f pages_reset=%.0f pages_kept=%.0f new_vmm_ready_ms=%.1f ratio_new_vmm_over_rollback=%.2f in_vmm_us=%.0f mem_us=%.0f state_us=%.0f control_ms=%.1f answer_tries=%.0f next_answer_ms=%.1f rollback_clone_faults=%.0f new_vmm_clone_faults=%.0f\n",
+	       mode, mib, n, ready, MEDIAN_OF(r, n, pages),
+	       MEDIAN_OF(r, n, kept), new_vmm_ms, new_vmm_ms / ready,
+	       MEDIAN_OF(r, n, in_vmm_us), MEDIAN_OF(r, n, mem_us),
+	       MEDIAN_OF(r, n, state_us), MEDIAN_OF(r, n, control_ms),
+	       MEDIAN_OF(r, n, tries), MEDIAN_OF(r, n, next_ms),
+	       MEDIAN_OF(r, n, faults), new_vmm_faults);
+}
+
 int main(int argc, char **argv)
 {
 	static const unsigned int dirty_mib[] = { 1, 10, 100 };
-	static double rb[MAX_RUNS], pages[MAX_RUNS], nv[MAX_RUNS];
-	static double in_vmm[MAX_RUNS], mem_us[MAX_RUNS], state_us[MAX_RUNS];
-	static double ctl_ms[MAX_RUNS], tries[MAX_RUNS], ping_ms[MAX_RUNS];
-	static double rb_faults[MAX_RUNS], nv_faults[MAX_RUNS];
+	static struct rb_run keep[MAX_RUNS], drop[MAX_RUNS];
+	static double nv[MAX_RUNS], nv_faults[MAX_RUNS];
 	char self[PATH_MAX], *slash, uds[128], ctl[128], reply[256], req[64];
-	char nuds[128], nctl[128], out[32], path[128];
+	char duds[128], dctl[128], nuds[128], nctl[128], out[32], path[128];
 	int n = 0, i, c, ret = 1;
 	unsigned int d;
 	ssize_t len;
-	pid_t pid = -1;
+	pid_t pid = -1, dpid = -1;
 
 	while ((c = getopt(argc, argv, "n:k:i:V:")) != -1) {
 		switch (c) {
@@ -395,53 +472,39 @@ int main(int argc, char **argv)
 	snprintf(work, sizeof(work), "/tmp/rollback-bench-%d", (int)getpid());
 	if (mkdir(work, 0700) || make_snapshot())
 		goto out;
-	pid = restore(0, uds, ctl, sizeof(uds));
+	/*
+	 * Two VMMs of the snapshot: one keeps the pages its guest wrote at a
+	 * rollback (the snapshot copied back in: the default), the other
+	 * frees them (--rollback-keep=0).
+	 */
+	pid = restore(0, uds, ctl, sizeof(uds), NULL);
 	if (pid < 0 || until_pong(uds, 120) < 0) {
 		printf("# the restored VMM did not answer\n");
 		goto out_vm;
 	}
+	dpid = restore(2, duds, dctl, sizeof(duds), "--rollback-keep=0");
+	if (dpid < 0 || until_pong(duds, 120) < 0) {
+		printf("# the restored VMM (--rollback-keep=0) did not answer\n");
+		goto out_vm;
+	}
 	for (d = 0; d < sizeof(dirty_mib) / sizeof(dirty_mib[0]); d++) {
 		for (i = 0; i < n; i++) {
-			double t0, f0, f1;
+			double t0;
 
 			snprintf(req, sizeof(req), "DIRTY %u %d", dirty_mib[d], i);
 			if (kv_once(uds, req, out, sizeof(out)) ||
+			    strcmp(out, "OK") ||
+			    kv_once(duds, req, out, sizeof(out)) ||
 			    strcmp(out, "OK")) {
 				printf("# DIRTY %u: no answer\n", dirty_mib[d]);
 				goto out_vm;
 			}
-			f0 = clone_faults(ctl);
-			t0 = now_s();
-			if (control(ctl, "rollback", reply, sizeof(reply)) ||
-			    strncmp(reply, "OK rollback", 11)) {
-				printf("# rollback: %s\n", reply);
+			if (measure_rollback(uds, ctl, &keep[i]) ||
+			    measure_rollback(duds, dctl, &drop[i]))
 				goto out_vm;
-			}
-			ctl_ms[i] = (now_s() - t0) * 1e3;
-			tries[i] = until_pong(uds, 60);
-			if (tries[i] < 0) {
-				printf("# no answer after the rollback\n");
-				goto out_vm;
-			}
-			rb[i] = (now_s() - t0) * 1e3;
-			/* a round trip of a guest that is up: the floor */
-			t0 = now_s();
-			if (until_pong(uds, 60) < 0) {
-				printf("# no second answer after the rollback\n");
-				goto out_vm;
-			}
-			ping_ms[i] = (now_s() - t0) * 1e3;
-			/* a reset clone counts on; what the answers faulted in */
-			f1 = clone_faults(ctl);
-			rb_faults[i] = f0 >= 0 && f1 >= f0 ? f1 - f0 : f1;
-			pages[i] = field(reply, " pages=");
-			if (sscanf(reply, "OK rollback %*s %lf us", &in_vmm[i]) != 1)
-				in_vmm[i] = -1;
-			mem_us[i] = field(reply, " mem_us=");
-			state_us[i] = field(reply, " state_us=");
 
 			t0 = now_s();
-			c = restore(1, nuds, nctl, sizeof(nuds));
+			c = restore(1, nuds, nctl, sizeof(nuds), NULL);
 			if (c < 0 || until_pong(nuds, 120) < 0) {
 				printf("# the new VMM did not answer\n");
 				if (c > 0) {
@@ -456,15 +519,10 @@ int main(int argc, char **argv)
 			reap(c, 60);
 		}
 		{
-			double mrb = median(rb, n), mnv = median(nv, n);
+			double mnv = median(nv, n), mnvf = median(nv_faults, n);
 
-			printf("bench: figure=rollback dirty_mib=%u runs=%d rollback_ready_ms=%.1f pages_reset=%.0f new_vmm_ready_ms=%.1f ratio_new_vmm_over_rollback=%.2f in_vmm_us=%.0f mem_us=%.0f state_us=%.0f control_ms=%.1f answer_tries=%.0f next_answer_ms=%.1f rollback_clone_faults=%.0f new_vmm_clone_faults=%.0f\n",
-			       dirty_mib[d], n, mrb, median(pages, n), mnv,
-			       mnv / mrb, median(in_vmm, n), median(mem_us, n),
-			       median(state_us, n), median(ctl_ms, n),
-			       median(tries, n), median(ping_ms, n),
-			       median(rb_faults, n),
-			       median(nv_faults, n));
+			print_rollback("keep", dirty_mib[d], n, keep, mnv, mnvf);
+			print_rollback("drop", dirty_mib[d], n, drop, mnv, mnvf);
 		}
 	}
 	ret = 0;
@@ -472,6 +530,10 @@ out_vm:
 	if (pid > 0) {
 		control(ctl, "stop", reply, sizeof(reply));
 		reap(pid, 60);
+	}
+	if (dpid > 0) {
+		control(dctl, "stop", reply, sizeof(reply));
+		reap(dpid, 60);
 	}
 out:
 	/* the template's module snapshot goes with it */

@@ -42,7 +42,9 @@
  * exists before it is swapped, the recorded working set is updated outside
  * locks, and page tables are populated before pages are locked and mapped.
  * Private pages and CUBE_CLONE_SEEN entries are only removed (reset,
- * release) under @lock, so the snapshot of a clone can walk them.
+ * release) under @lock, so the snapshot of a clone can walk them; a rewind
+ * copies the snapshot back into a private page it keeps under @lock and
+ * the page's lock.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -721,22 +723,28 @@ static int cube_clone_mmap(struct file *file, struct vm_area_struct *vma)
 #define CUBE_RESET_MAX_RUNS	64
 
 /*
- * cube_clone_reset() - drop every private page: the clone reads its
- * snapshot again.  Only offsets that had a private page are zapped: a PTE
- * of a shared page (the snapshot's, or zeros) stays right, so neither the
- * core mm nor KVM has to fault a guest's working set in again.  A fault
- * racing the reset finds the offset without its private page (removed
- * under the page lock its faults map it with) and maps the snapshot's or
- * makes a new one; the zap that follows removes whatever PTE of the old
- * page is left, as it did for a fault that came before.
+ * cube_clone_reset() - the clone reads its snapshot again: copy the
+ * snapshot's contents back into the first @keep private pages (they stay
+ * the clone's, mapped where they were), drop the others.  Only offsets
+ * whose private page was dropped are zapped: a PTE of a shared page (the
+ * snapshot's, or zeros) or of a kept page stays right, so neither the core
+ * mm nor KVM has to fault a guest's working set in again.  A fault racing
+ * the reset finds the offset without its private page (removed under the
+ * page lock its faults map it with) and maps the snapshot's or makes a new
+ * one; the zap that follows removes whatever PTE of the old page is left,
+ * as it did for a fault that came before.  *@kept and *@dropped: what was
+ * done with the private pages.
  */
-static long cube_clone_reset(struct cube_clone *clone)
+static void cube_clone_reset(struct cube_clone *clone, u64 keep, u64 *kept,
+			     u64 *dropped)
 {
 	pgoff_t start = 0, end = 0;	/* the run of offsets to zap */
 	unsigned int runs = 0;
 	unsigned long index;
+	struct page *src;
 	void *entry;
 
+	*kept = *dropped = 0;
 	mutex_lock(&clone->lock);
 	xa_for_each(&clone->pages, index, entry) {
 		struct page *page = entry;
@@ -745,14 +753,27 @@ static long cube_clone_reset(struct cube_clone *clone)
 		if (xa_is_value(entry))
 			continue;	/* CUBE_CLONE_SEEN: still the snapshot's */
 		lock_page(page);
-		if (xa_cmpxchg(&clone->pages, index, page, NULL, 0) == page) {
-			atomic64_dec(&clone->private_pages);
-			atomic64_dec(&cube_stats.private_pages);
+		if (xa_load(&clone->pages, index) != page) {
 			unlock_page(page);
-			put_page(page);	/* mapped PTEs keep theirs */
-		} else {
-			unlock_page(page);
+			continue;
 		}
+		if (*kept < keep) {
+			/* Immutable: the snapshot's page needs no lock. */
+			src = cube_snapshot_page(clone->snap, index);
+			if (src)
+				copy_highpage(page, src);
+			else
+				clear_highpage(page);
+			unlock_page(page);
+			(*kept)++;
+			continue;
+		}
+		xa_cmpxchg(&clone->pages, index, page, NULL, 0);
+		atomic64_dec(&clone->private_pages);
+		atomic64_dec(&cube_stats.private_pages);
+		unlock_page(page);
+		put_page(page);	/* mapped PTEs keep theirs */
+		(*dropped)++;
 		if (index == end) {
 			end++;
 			continue;
@@ -770,7 +791,27 @@ static long cube_clone_reset(struct cube_clone *clone)
 		cube_clone_zap(clone, start, end - start);
 	atomic64_inc(&clone->resets);
 	mutex_unlock(&clone->lock);
-	return 0;
+}
+
+/*
+ * %CUBE_IOC_CLONE_REWIND.  The argument is written back before anything
+ * changes, so an argument that cannot take the answer fails with the
+ * clone as it was.
+ */
+static long cube_clone_rewind_ioctl(struct cube_clone *clone,
+				    void __user *argp)
+{
+	struct cube_clone_rewind rw;
+
+	if (copy_from_user(&rw, argp, sizeof(rw)))
+		return -EFAULT;
+	if (rw.flags || rw.reserved)
+		return -EINVAL;
+	rw.kept = rw.dropped = 0;
+	if (copy_to_user(argp, &rw, sizeof(rw)))
+		return -EFAULT;
+	cube_clone_reset(clone, rw.keep_pages, &rw.kept, &rw.dropped);
+	return copy_to_user(argp, &rw, sizeof(rw)) ? -EFAULT : 0;
 }
 
 static long cube_clone_counters_ioctl(struct cube_clone *clone,
@@ -795,10 +836,14 @@ static long cube_clone_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long arg)
 {
 	struct cube_clone *clone = file->private_data;
+	u64 kept, dropped;
 
 	switch (cmd) {
 	case CUBE_IOC_CLONE_RESET:
-		return cube_clone_reset(clone);
+		cube_clone_reset(clone, 0, &kept, &dropped);
+		return 0;
+	case CUBE_IOC_CLONE_REWIND:
+		return cube_clone_rewind_ioctl(clone, (void __user *)arg);
 	case CUBE_IOC_CLONE_COUNTERS:
 		return cube_clone_counters_ioctl(clone, (void __user *)arg);
 	}

@@ -335,19 +335,27 @@ void ckpt_remove(struct ckpt_set *s, const char *name, char *reply,
 }
 
 /*
- * Guest memory goes back to snapshot id: the clone reset when it is a
- * clone of id, else new_fd (a clone of id) mapped over the old clone
- * (of old_id).
+ * Guest memory goes back to snapshot id: the clone rewound when it is a
+ * clone of id (up to keep_pages of the pages the guest wrote keep their
+ * place, the snapshot copied back in; *kept says how many), else new_fd
+ * (a clone of id) mapped over the old clone (of old_id).
  * The devices are locked, the vCPUs paused.  Returns 0, or -errno with
  * the memory as it was.
  */
-static int swap_memory(struct ckpt_set *s, int new_fd, uint64_t old_id)
+static int swap_memory(struct ckpt_set *s, int new_fd, uint64_t old_id,
+		       uint64_t *kept)
 {
+	struct cube_clone_rewind rw = { .keep_pages = s->keep_pages };
 	struct vm *vm = s->vm;
 	void *p;
 
-	if (new_fd < 0)
-		return ioctl(*s->mem_fd, CUBE_IOC_CLONE_RESET) ? -errno : 0;
+	*kept = 0;
+	if (new_fd < 0) {
+		if (ioctl(*s->mem_fd, CUBE_IOC_CLONE_REWIND, &rw))
+			return -errno;
+		*kept = rw.kept;
+		return 0;
+	}
 	/* KVM's MMU notifier drops its mappings of the old pages. */
 	p = mmap(vm->mem.host, vm->mem.size, PROT_READ | PROT_WRITE,
 		 MAP_SHARED | MAP_FIXED, new_fd, 0);
@@ -439,7 +447,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	struct snap_restore *st;
 	const char *target;
 	bool was_paused;
-	uint64_t id, t0, t_mem, t_state;
+	uint64_t id, t0, t_mem, t_state, kept;
 	char err[256];
 	int new_fd = -1, disk_fd, ret;
 
@@ -499,7 +507,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	if (!was_paused)
 		vm_pause(s->vm);
 	snapshot_lock_devs(s->vm, true);
-	ret = swap_memory(s, new_fd, cc.snapshot_id);
+	ret = swap_memory(s, new_fd, cc.snapshot_id, &kept);
 	t_mem = now_us();
 	if (ret) {
 		snapshot_lock_devs(s->vm, false);
@@ -540,10 +548,14 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	if (!was_paused)
 		vm_resume(s->vm);
 	s->rollbacks++;
-	/* mem_us: the clone reset or swapped; state_us: disk, devices, vCPUs */
-	snprintf(reply, len, "OK rollback %s %llu us pages=%llu mem_us=%llu state_us=%llu",
+	/*
+	 * pages: what the guest had written, of which kept stay its own;
+	 * mem_us: the clone rewound or swapped; state_us: disk, devices, vCPUs
+	 */
+	snprintf(reply, len, "OK rollback %s %llu us pages=%llu kept=%llu mem_us=%llu state_us=%llu",
 		 target, (unsigned long long)(now_us() - t0),
 		 (unsigned long long)cc.private_pages,
+		 (unsigned long long)kept,
 		 (unsigned long long)(t_mem - t0),
 		 (unsigned long long)(t_state - t_mem));
 out:

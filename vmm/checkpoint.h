@@ -50,6 +50,12 @@ struct ckpt_set {
 	 */
 	int base_spare_fd;
 	bool want_spare;		/* keep one (a jailed VMM's checkpoints) */
+	/*
+	 * Private pages a rollback onto the clone's own snapshot keeps,
+	 * the snapshot copied back in (CUBE_IOC_CLONE_REWIND); UINT64_MAX:
+	 * all.  Set by the caller.
+	 */
+	uint64_t keep_pages;
 	unsigned int nr;
 	struct ckpt *c[CKPT_MAX];
 	unsigned long checkpoints;	/* made since start */

@@ -71,6 +71,7 @@ struct opts {
 	const char *snapshot_out;
 	const char *restore;
 	const char *checkpoint_dir;
+	uint64_t rollback_keep_mib;	/* UINT64_MAX: all */
 	bool verify_memory;
 	bool no_cube;
 	const char *control;
@@ -148,6 +149,10 @@ static void usage(FILE *f)
 "                       \"rollback NAME\" returns it there, \"rollback\" to the\n"
 "                       restored snapshot (same process, same VM); at most\n"
 "                       16 checkpoints, deleted when cube-vmm exits\n"
+"  --rollback-keep MiB  of the pages the guest wrote, how much a rollback to\n"
+"                       the snapshot it runs on keeps, the snapshot copied\n"
+"                       back into them (no fault when written again), rather\n"
+"                       than frees (0..3072, default: all)\n"
 "  --snapshot-out DIR   default directory of the snapshot request\n"
 "  --restore DIR        resume the VM saved in DIR (memory: a /dev/cube clone\n"
 "                       of DIR's memory, else the file mapped MAP_PRIVATE)\n"
@@ -182,7 +187,7 @@ enum {
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
 	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
-	OPT_CKPTDIR, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
+	OPT_CKPTDIR, OPT_ROLLBACK_KEEP, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
 };
 
 static const struct option long_opts[] = {
@@ -207,6 +212,7 @@ static const struct option long_opts[] = {
 	{ "snapshot-out", required_argument, NULL, OPT_SNAPOUT },
 	{ "restore", required_argument, NULL, OPT_RESTORE },
 	{ "checkpoint-dir", required_argument, NULL, OPT_CKPTDIR },
+	{ "rollback-keep", required_argument, NULL, OPT_ROLLBACK_KEEP },
 	{ "verify-memory", no_argument, NULL, OPT_VERIFY },
 	{ "no-cube", no_argument, NULL, OPT_NOCUBE },
 	{ "control", required_argument, NULL, OPT_CONTROL },
@@ -269,6 +275,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	o->mem_mib = DEFAULT_MEM_MIB;
 	o->vcpus = 1;
 	o->cid = VSOCK_DEFAULT_CID;
+	o->rollback_keep_mib = UINT64_MAX;
 	while ((c = getopt_long(argc, argv, "vh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_KERNEL: o->kernel = optarg; break;
@@ -326,6 +333,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case OPT_SNAPOUT: o->snapshot_out = optarg; break;
 		case OPT_RESTORE: o->restore = optarg; break;
 		case OPT_CKPTDIR: o->checkpoint_dir = optarg; break;
+		case OPT_ROLLBACK_KEEP:
+			if (num_opt("rollback-keep", optarg, 0, 3072,
+				    &o->rollback_keep_mib))
+				return -1;
+			break;
 		case OPT_VERIFY: o->verify_memory = true; break;
 		case OPT_NOCUBE: o->no_cube = true; break;
 		case OPT_CONTROL: o->control = optarg; break;
@@ -1306,6 +1318,8 @@ int main(int argc, char **argv)
 	m.ck.mem_fd = &m.mem_fd;
 	m.ck.mem_shared = m.mem_shared;
 	m.ck.paused = &m.paused;
+	m.ck.keep_pages = m.o.rollback_keep_mib == UINT64_MAX ? UINT64_MAX :
+			  m.o.rollback_keep_mib << (20 - 12);
 	/* once jailed, it may not clone root's restore snapshot itself */
 	m.ck.want_spare = m.o.jail_root && m.o.checkpoint_dir;
 	{

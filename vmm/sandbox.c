@@ -264,7 +264,7 @@ static const unsigned long allowed_ioctls[] = {
 
 /*
  * A VM on a cube.ko clone: checkpoints (snapshots of the clone) and
- * rollbacks (a clone reset or a new clone, the state loaded again).
+ * rollbacks (a clone rewound or a new clone, the state loaded again).
  */
 static const unsigned long rollback_ioctls[] = {
 	KVM_SET_REGS, KVM_SET_SREGS, KVM_SET_FPU, KVM_SET_XSAVE,
@@ -273,6 +273,7 @@ static const unsigned long rollback_ioctls[] = {
 	KVM_SET_CLOCK,
 	CUBE_IOC_SNAPSHOT_CREATE, CUBE_IOC_SNAPSHOT_DELETE,
 	CUBE_IOC_SNAPSHOT_INFO, CUBE_IOC_CLONE_CREATE, CUBE_IOC_CLONE_RESET,
+	CUBE_IOC_CLONE_REWIND,
 };
 
 /*

@@ -215,6 +215,33 @@ TEST_F(vm, reset_between_guest_reads)
 	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x10), 0x5a);
 }
 
+/*
+ * A rewind copies the snapshot into the page the guest wrote and keeps it
+ * mapped: the guest reads the snapshot through the same SPTE, and its
+ * next write makes no copy.
+ */
+TEST_F(vm, rewind_between_guest_runs)
+{
+	struct cube_clone_counters before, after;
+	struct cube_clone_rewind rw = { .keep_pages = UINT64_MAX };
+
+	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x10), 0x5a);
+	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x11), 0x77);
+	ASSERT_OK(ioctl(self->clone, CUBE_IOC_CLONE_REWIND, &rw));
+	EXPECT_GE(rw.kept, 1u);
+	EXPECT_EQ(rw.dropped, 0u);
+	EXPECT_EQ(self->mem[DATA_GPA], 0x5a);
+	ASSERT_OK(mem_counters(self->clone, &before));
+	EXPECT_EQ(before.private_pages, rw.kept);
+	start_at_code(self->vcpu);
+	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x10), 0x5a);
+	ASSERT_EQ(run_to_out(self->vcpu, self->run, 0x11), 0x77);
+	ASSERT_OK(mem_counters(self->clone, &after));
+	EXPECT_EQ(after.cow_faults, before.cow_faults);
+	EXPECT_EQ(after.private_pages, before.private_pages);
+	EXPECT_EQ(self->mem[DATA_GPA], 0x77);
+}
+
 TEST_F(vm, fork_a_running_guest)
 {
 	struct kvm_userspace_memory_region region;

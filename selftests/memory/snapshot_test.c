@@ -915,6 +915,166 @@ TEST_F(mem, reset_keeps_the_snapshot_mappings)
 	EXPECT_DELTA(0, 0, 0, 0);
 }
 
+static int rewind_clone(int c, uint64_t keep, struct cube_clone_rewind *rw)
+{
+	memset(rw, 0, sizeof(*rw));
+	rw->keep_pages = keep;
+	return ioctl(c, CUBE_IOC_CLONE_REWIND, rw);
+}
+
+/*
+ * A rewind copies the snapshot back into the pages it keeps: the clone
+ * reads its snapshot, the kept pages stay private and mapped writable (a
+ * write to one costs no fault), the others are dropped as by a reset.
+ */
+TEST_F(mem, rewind_copies_the_snapshot_back_in_place)
+{
+	struct cube_clone_counters before, after;
+	struct cube_clone_rewind rw;
+	uint64_t id = snap_of(self->dev, 16, data_8);
+	unsigned char *m, *m2;
+	int c, i;
+
+	ASSERT_NE(id, 0);
+	c = mem_clone(self->dev, id, 0);
+	ASSERT_GE(c, 0);
+	m = mem_map(c, 16 * PAGE);
+	ASSERT_NE(m, MAP_FAILED);
+	for (i = 0; i < 16; i++)
+		fill(m, i, 0xe0 + i);
+	EXPECT_DELTA(1, 1, 8, 16);
+
+	ASSERT_OK(rewind_clone(c, UINT64_MAX, &rw));
+	EXPECT_EQ(rw.kept, 16u);
+	EXPECT_EQ(rw.dropped, 0u);
+	ASSERT_OK(mem_counters(c, &before));
+	EXPECT_EQ(before.private_pages, 16u);
+	EXPECT_EQ(before.resets, 1u);
+	EXPECT_DELTA(1, 1, 8, 16);
+	/* data pages and holes read the snapshot again, without a fault */
+	for (i = 0; i < 16; i++)
+		EXPECT_TRUE(page_is(m, i, i < 8 ? i + 1 : 0));
+	for (i = 0; i < 16; i++)
+		fill(m, i, 0x55);
+	ASSERT_OK(mem_counters(c, &after));
+	EXPECT_EQ(after.faults, before.faults);
+	EXPECT_EQ(after.cow_faults, before.cow_faults);
+	EXPECT_EQ(after.private_pages, 16u);
+	/* every mapping sees the same memory */
+	m2 = mem_map(c, 16 * PAGE);
+	ASSERT_NE(m2, MAP_FAILED);
+	EXPECT_TRUE(page_is(m2, 3, 0x55) && page_is(m2, 12, 0x55));
+
+	/* a cap: the lowest offsets are kept, the rest dropped */
+	ASSERT_OK(rewind_clone(c, 4, &rw));
+	EXPECT_EQ(rw.kept, 4u);
+	EXPECT_EQ(rw.dropped, 12u);
+	EXPECT_DELTA(1, 1, 8, 4);
+	for (i = 0; i < 16; i++)
+		EXPECT_TRUE(page_is(m2, i, i < 8 ? i + 1 : 0));
+	ASSERT_OK(mem_counters(c, &before));
+	fill(m, 2, 0x22);			/* kept: no fault */
+	ASSERT_OK(mem_counters(c, &after));
+	EXPECT_EQ(after.faults, before.faults);
+	fill(m, 10, 0x10);			/* dropped: copy-on-write again */
+	ASSERT_OK(mem_counters(c, &after));
+	EXPECT_EQ(after.cow_faults, before.cow_faults + 1);
+	EXPECT_TRUE(page_is(m2, 2, 0x22) && page_is(m2, 10, 0x10));
+
+	/* keeping none is a reset */
+	ASSERT_OK(rewind_clone(c, 0, &rw));
+	EXPECT_EQ(rw.kept, 0u);
+	EXPECT_EQ(rw.dropped, 5u);
+	EXPECT_DELTA(1, 1, 8, 0);
+	EXPECT_TRUE(page_is(m, 2, 3) && page_is(m, 10, 0));
+	ASSERT_OK(mem_counters(c, &after));
+	EXPECT_EQ(after.resets, 4u);
+	munmap(m2, 16 * PAGE);
+	munmap(m, 16 * PAGE);
+	close(c);
+	ASSERT_OK(mem_snapshot_delete(self->dev, id));
+	EXPECT_DELTA(0, 0, 0, 0);
+}
+
+/* Each bad argument fails with its errno and leaves the clone as it was. */
+TEST_F(mem, rewind_bad_arguments_change_nothing)
+{
+	struct cube_clone_counters cnt;
+	struct cube_clone_rewind rw = { .keep_pages = UINT64_MAX };
+	uint64_t id = snap_of(self->dev, 8, data_8);
+	void *ro;
+	unsigned char *m;
+	int c, i;
+
+	ASSERT_NE(id, 0);
+	c = mem_clone(self->dev, id, 0);
+	ASSERT_GE(c, 0);
+	m = mem_map(c, 8 * PAGE);
+	ASSERT_NE(m, MAP_FAILED);
+	for (i = 0; i < 8; i += 2)
+		fill(m, i, 0xa0);
+	ro = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(ro, MAP_FAILED);
+
+	rw.flags = 1;
+	EXPECT_ERRNO(ioctl(c, CUBE_IOC_CLONE_REWIND, &rw), EINVAL);
+	rw.flags = 0;
+	rw.reserved = 1;
+	EXPECT_ERRNO(ioctl(c, CUBE_IOC_CLONE_REWIND, &rw), EINVAL);
+	EXPECT_ERRNO(ioctl(c, CUBE_IOC_CLONE_REWIND, NULL), EFAULT);
+	/* readable but not writable: the answer could not be given */
+	EXPECT_ERRNO(ioctl(c, CUBE_IOC_CLONE_REWIND, ro), EFAULT);
+	rw.reserved = 0;
+	EXPECT_ERRNO(ioctl(self->dev, CUBE_IOC_CLONE_REWIND, &rw), ENOTTY);
+
+	ASSERT_OK(mem_counters(c, &cnt));
+	EXPECT_EQ(cnt.private_pages, 4u);
+	EXPECT_EQ(cnt.resets, 0u);
+	for (i = 0; i < 8; i++)
+		EXPECT_TRUE(page_is(m, i, i % 2 ? i + 1 : 0xa0));
+	EXPECT_DELTA(1, 1, 8, 4);
+	munmap(ro, PAGE);
+	munmap(m, 8 * PAGE);
+	close(c);
+	ASSERT_OK(mem_snapshot_delete(self->dev, id));
+	EXPECT_DELTA(0, 0, 0, 0);
+}
+
+/* Rewinds over and over hold what the clone wrote once, no more. */
+TEST_F(mem, many_rewinds_leak_nothing)
+{
+	struct cube_clone_counters cnt;
+	struct cube_clone_rewind rw;
+	uint64_t id = snap_of(self->dev, 64, data_64);
+	unsigned char *m;
+	int c, i, round;
+
+	ASSERT_NE(id, 0);
+	c = mem_clone(self->dev, id, 0);
+	ASSERT_GE(c, 0);
+	m = mem_map(c, 64 * PAGE);
+	ASSERT_NE(m, MAP_FAILED);
+	for (round = 0; round < 500; round++) {
+		for (i = round % 3; i < 64; i += 3)
+			fill(m, i, 0xf0);
+		ASSERT_OK(mem_counters(c, &cnt));
+		ASSERT_OK(rewind_clone(c, 32, &rw));
+		ASSERT_EQ(rw.kept, cnt.private_pages < 32 ? cnt.private_pages : 32);
+		ASSERT_EQ(rw.dropped, cnt.private_pages - rw.kept);
+		ASSERT_OK(mem_counters(c, &cnt));
+		ASSERT_EQ(cnt.private_pages, rw.kept);
+	}
+	EXPECT_EQ(rw.kept, 32u);
+	EXPECT_EQ(cnt.resets, 500u);
+	for (i = 0; i < 64; i++)
+		EXPECT_TRUE(page_is(m, i, i + 1));
+	EXPECT_DELTA(1, 1, 64, rw.kept);
+	munmap(m, 64 * PAGE);
+	close(c);
+	ASSERT_OK(mem_snapshot_delete(self->dev, id));
+	EXPECT_DELTA(0, 0, 0, 0);
+}
+
 static uint64_t read_all(int c, size_t n, int *ok)
 {
 	struct cube_clone_counters cnt;

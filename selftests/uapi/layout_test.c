@@ -95,6 +95,11 @@
 	X(cube_clone_counters, prefaulted, 48, 8)			\
 	X(cube_clone_counters, around, 56, 8)				\
 	X(cube_clone_counters, resets, 64, 8)				\
+	X(cube_clone_rewind, keep_pages, 0, 8)				\
+	X(cube_clone_rewind, flags, 8, 4)				\
+	X(cube_clone_rewind, reserved, 12, 4)				\
+	X(cube_clone_rewind, kept, 16, 8)				\
+	X(cube_clone_rewind, dropped, 24, 8)				\
 	X(cube_mem_stats, snapshots, 0, 8)				\
 	X(cube_mem_stats, clones, 8, 8)					\
 	X(cube_mem_stats, shared_pages, 16, 8)				\
@@ -116,6 +121,7 @@
 	X(cube_snapshot_info, 64)					\
 	X(cube_clone_create, 24)					\
 	X(cube_clone_counters, 72)					\
+	X(cube_clone_rewind, 32)					\
 	X(cube_mem_stats, 32)
 
 /*
@@ -143,7 +149,8 @@
 	X(CUBE_IOC_CLONE_CREATE, 3, 0x33, 24)				\
 	X(CUBE_IOC_MEM_STATS, 2, 0x34, 32)				\
 	X(CUBE_IOC_CLONE_RESET, 0, 0x40, 0)				\
-	X(CUBE_IOC_CLONE_COUNTERS, 2, 0x41, 72)
+	X(CUBE_IOC_CLONE_COUNTERS, 2, 0x41, 72)				\
+	X(CUBE_IOC_CLONE_REWIND, 3, 0x42, 32)
 
 /* X(constant, value): values that travel in the structures above. */
 #define CUBE_UAPI_VALUES(X)						\

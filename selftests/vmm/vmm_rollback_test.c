@@ -277,10 +277,16 @@ TEST(checkpoint_then_rollbacks)
 	get_value(&v, val, sizeof(val));
 	EXPECT_STREQ(val, "at-c1");
 
-	/* Again: a rollback of a rollback. */
+	/*
+	 * Again: a rollback of a rollback, onto the clone's own snapshot, so
+	 * every page the guest wrote is kept with c1's contents copied back.
+	 */
 	ASSERT_EQ(set_value(&v, "again"), 0);
 	ASSERT_EQ(control(v.ctl, "rollback c1", reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
 	EXPECT_EQ(strncmp(reply, "OK rollback c1 ", 15), 0);
+	EXPECT_GT(field(reply, " pages="), 0);
+	EXPECT_EQ(field(reply, " kept="), field(reply, " pages="));
 	get_value(&v, val, sizeof(val));
 	EXPECT_STREQ(val, "at-c1");
 
@@ -326,7 +332,8 @@ TEST(rollback_of_a_paused_vm)
 	struct rvm v;
 
 	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb2");
-	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
+	/* of the 4 MiB written, a rollback keeps 1 */
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, "--rollback-keep=1"), 0);
 	ASSERT_EQ(set_value(&v, "x"), 0);
 	ASSERT_EQ(dirty(&v, 4, 1), 0);
 	ASSERT_EQ(control(v.ctl, "pause", reply, sizeof(reply)), 0);
@@ -336,16 +343,18 @@ TEST(rollback_of_a_paused_vm)
 	TH_LOG("%s", reply);
 	EXPECT_EQ(strncmp(reply, "OK rollback @restore ", 21), 0);
 	EXPECT_GE(field(reply, " pages="), 4 << 8);
+	EXPECT_EQ(field(reply, " kept="), 1 << 8);
 	/*
-	 * Still paused, and the clone holds nothing of its own but what the
-	 * vsock device wrote since: the RSTs of the restored state's
-	 * connections, in the rx ring (a buffer page and the used ring).
+	 * Still paused, and the clone holds nothing of its own but the MiB
+	 * kept and what the vsock device wrote since: the RSTs of the
+	 * restored state's connections, in the rx ring (a buffer page and
+	 * the used ring).
 	 */
 	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
 	TH_LOG("%s", reply);
 	EXPECT_EQ(strncmp(reply, "OK paused ", 10), 0);
-	EXPECT_GE(field(reply, " clone_private_pages="), 0);
-	EXPECT_LE(field(reply, " clone_private_pages="), 4);
+	EXPECT_GE(field(reply, " clone_private_pages="), 1 << 8);
+	EXPECT_LE(field(reply, " clone_private_pages="), (1 << 8) + 4);
 	EXPECT_EQ(field(reply, " rollbacks="), 1);
 	/* A checkpoint of a paused VM leaves it paused too. */
 	ASSERT_EQ(control(v.ctl, "checkpoint p", reply, sizeof(reply)), 0);

@@ -306,8 +306,9 @@ struct cube_sandbox_ref {
  * mapping of the clone fd is copy-on-write guest memory: reads see the
  * snapshot, the first write to a page gives the clone a private copy.  Every
  * mapping of one clone fd sees the same memory; no clone sees another's
- * writes.  The ioctls on a clone fd are %CUBE_IOC_CLONE_RESET and
- * %CUBE_IOC_CLONE_COUNTERS.
+ * writes.  The ioctls on a clone fd are %CUBE_IOC_CLONE_RESET (drop the
+ * clone's private pages), %CUBE_IOC_CLONE_REWIND (copy the snapshot back
+ * into them, keeping them) and %CUBE_IOC_CLONE_COUNTERS.
  */
 
 /** define CUBE_SNAPSHOT_MAX_SIZE - largest snapshot, in bytes (1 TiB) */
@@ -438,7 +439,8 @@ struct cube_clone_create {
  * struct cube_clone_counters - answer of %CUBE_IOC_CLONE_COUNTERS
  * @snapshot_id: the clone's snapshot
  * @size: size of the clone in bytes
- * @private_pages: pages the clone holds privately (it wrote to them)
+ * @private_pages: pages the clone holds privately (it wrote to them, or
+ *	%CUBE_IOC_CLONE_REWIND kept them)
  * @shared_pages: distinct snapshot pages (zero pages included) the clone
  *	has mapped since it was created (a reset keeps them mapped)
  * @faults: page faults the clone handled (fault and write-notify calls)
@@ -458,6 +460,36 @@ struct cube_clone_counters {
 	__u64 prefaulted;
 	__u64 around;
 	__u64 resets;
+};
+
+/**
+ * struct cube_clone_rewind - argument of %CUBE_IOC_CLONE_REWIND
+ * @keep_pages: in: how many of the clone's private pages may stay its
+ *	own, their contents copied back from the snapshot, rather than be
+ *	dropped; the lowest offsets are kept first.  0 makes the call a
+ *	%CUBE_IOC_CLONE_RESET
+ * @flags: in: zero
+ * @reserved: in: zero
+ * @kept: out: private pages whose contents were copied back in place
+ * @dropped: out: private pages dropped
+ *
+ * Like %CUBE_IOC_CLONE_RESET, the clone reads its snapshot again
+ * afterwards, but a kept page stays mapped where it was mapped (writable,
+ * by every process and by KVM): the next write to it costs no fault and no
+ * allocation.  Kept pages stay charged to the clone (@private_pages of
+ * its counters).  Pages written while the call runs may be caught half
+ * copied: pause whatever writes the clone first.
+ *
+ * Errors: %EINVAL for non-zero @flags or @reserved, %EFAULT for an
+ * argument that cannot be read and written back; either leaves the clone
+ * as it was.
+ */
+struct cube_clone_rewind {
+	__u64 keep_pages;
+	__u32 flags;
+	__u32 reserved;
+	__u64 kept;
+	__u64 dropped;
 };
 
 /**
@@ -483,6 +515,7 @@ struct cube_mem_stats {
 /* on a clone fd */
 #define CUBE_IOC_CLONE_RESET	_IO(CUBE_IOCTL_MAGIC, 0x40)
 #define CUBE_IOC_CLONE_COUNTERS	_IOR(CUBE_IOCTL_MAGIC, 0x41, struct cube_clone_counters)
+#define CUBE_IOC_CLONE_REWIND	_IOWR(CUBE_IOCTL_MAGIC, 0x42, struct cube_clone_rewind)
 
 /**
  * DOC: generic netlink
