@@ -658,9 +658,12 @@ static int start_vmm(struct shim *s)
 		sigset_t none;
 		int log, sb, tap = -1, disk = -1;
 
-		/* the VMM's own messages, to tell why it failed */
+		/*
+		 * The VMM's own messages, to tell why it failed: read-write,
+		 * so that at its cap the VMM keeps the newest half.
+		 */
 		snprintf(logp, sizeof(logp), "%s/vmm.log", s->dir);
-		log = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		log = open(logp, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		if (log < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
 			_exit(127);
 		sigemptyset(&none);

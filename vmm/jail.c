@@ -416,6 +416,24 @@ static int vcpu_filter_build(struct vm *vm, struct vcpu *vcpu,
 					       SCMP_SYS(ftruncate), 1,
 					       SCMP_A0(SCMP_CMP_EQ, fd));
 	}
+	/* cube-vmm's own log's rotation: on its fd only */
+	if (!ret && vmm_log_rotate_fd() >= 0) {
+		int fd = vmm_log_rotate_fd();
+
+		if (!vm->devs[VM_DEV_DISK])
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+					       SCMP_SYS(pwrite64), 1,
+					       SCMP_A0(SCMP_CMP_EQ, fd));
+		if (!ret)
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+					       SCMP_SYS(ftruncate), 1,
+					       SCMP_A0(SCMP_CMP_EQ, fd));
+		if (!ret)
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+					       SCMP_SYS(fcntl), 2,
+					       SCMP_A0(SCMP_CMP_EQ, fd),
+					       SCMP_A1(SCMP_CMP_EQ, F_SETFL));
+	}
 	/* fstat() is newfstatat(fd, "", AT_EMPTY_PATH): on an fd, no path */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,

@@ -57,33 +57,14 @@ static void serial_put_locked(struct serial *s, const char *b, size_t len)
 
 /*
  * The log at its cap: its newest half, from a line's start, moves to the
- * file's start and the rest is cut off.  Forward, chunk by chunk: the
- * source is always past the destination.  False where that fails (the log
+ * file's start and the rest is cut off.  False where that fails (the log
  * then stops as a pipe's does).
  */
 static bool serial_rotate_locked(struct serial *s)
 {
-	char chunk[4096];
-	uint64_t from = s->written - s->max / 2, to = 0;
-	ssize_t n, i;
+	long long to = file_keep_newest(s->out_fd, s->written, s->max / 2);
 
-	/* the first whole line of the newest half */
-	n = pread(s->out_fd, chunk, sizeof(chunk), from);
-	for (i = 0; i < n && chunk[i] != '\n'; i++)
-		;
-	if (i < n)
-		from += i + 1;
-	while (from < s->written) {
-		size_t want = s->written - from < sizeof(chunk) ?
-			      s->written - from : sizeof(chunk);
-
-		if (pread_full(s->out_fd, chunk, want, from) ||
-		    pwrite_full(s->out_fd, chunk, want, to))
-			return false;
-		from += want;
-		to += want;
-	}
-	if (ftruncate(s->out_fd, to))
+	if (to < 0)
 		return false;
 	s->dropped_old += s->written - to;
 	s->written = to;

@@ -39,6 +39,11 @@ bool token_bucket_take(struct token_bucket *b, double cost);
 void vmm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Other bounds than the defaults (and a fresh count): for tests. */
 void vmm_log_set_limits(unsigned int rate, unsigned int burst, size_t max);
+/*
+ * The fd the log rotates (moves its newest half to its start: pwrite64,
+ * ftruncate and fcntl F_SETFL on it), -1 when it stops at its cap.
+ */
+int vmm_log_rotate_fd(void);
 #define pr_err(fmt, ...)	vmm_log("cube-vmm: " fmt "\n", ##__VA_ARGS__)
 #define pr_info(fmt, ...)	do { if (vmm_verbose) vmm_log("cube-vmm: " fmt "\n", ##__VA_ARGS__); } while (0)
 
@@ -48,6 +53,12 @@ int write_full(int fd, const void *buf, size_t len);
 int pread_full(int fd, void *buf, size_t len, off_t off);
 /* pwrite all of buf at off; 0 or -errno. */
 int pwrite_full(int fd, const void *buf, size_t len, off_t off);
+/*
+ * Cut the log file @fd (@size bytes, open read-write, not O_APPEND) down
+ * to its newest @keep bytes or less, from the first line that starts in
+ * them, moved to its start.  The new size, or -errno (then part moved).
+ */
+long long file_keep_newest(int fd, uint64_t size, uint64_t keep);
 /* Parse a decimal unsigned in [min, max]; 0 or -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 

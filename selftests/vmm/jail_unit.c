@@ -32,10 +32,13 @@
 #include "cube_wait.h"
 #include "jail.h"
 #include "sandbox.h"
+#include "util.h"
 #include "vm.h"
 
 static struct vm vm;
 static bool with_disk;		/* the fake VM has a writable disk */
+static const char *log_path;	/* stderr: this file, 4 KiB at most */
+static int log_flags;		/* opened with these */
 
 static void fake_vm(void)
 {
@@ -107,6 +110,25 @@ static void do_call(const char *call)
 		ioctl(vm.vm_fd, FICLONE, vm.vcpus[0].fd);
 	else if (!strcmp(call, "copy-file-range"))
 		copy_file_range(vm.vm_fd, NULL, vm.vcpus[0].fd, NULL, 8, 0);
+	else if (!strcmp(call, "log-flood"))
+		for (int i = 0; i < 300; i++)
+			pr_err("a message of about fifty bytes, number %04d", i);
+	else if (!strcmp(call, "pwrite-stdout"))
+		pwrite(STDOUT_FILENO, buf, 8, 0);
+}
+
+/* stderr to log_path, if set, with the log's bounds small. */
+static void log_setup(void)
+{
+	int fd;
+
+	if (!log_path)
+		return;
+	fd = open(log_path, log_flags | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+		_exit(13);
+	close(fd);
+	vmm_log_set_limits(1000000, 1000000, 4096);
 }
 
 static void no_core(void)
@@ -124,6 +146,7 @@ static int vcpu_call(const char *call)
 	if (pid == 0) {
 		no_core();
 		fake_vm();
+		log_setup();
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 			_exit(10);
 		if (jail_vcpu_prepare(&vm))
@@ -242,6 +265,43 @@ TEST(vcpu_filter_stacks_on_the_process_list)
 	/* and what neither list has kills from any thread */
 	st = stacked_call("", "getppid");
 	EXPECT_KILLED(st, SIGSYS);
+}
+
+/*
+ * cube-vmm's own log, read-write, rotates at its cap from a vCPU thread
+ * too (a guest makes a vCPU log in a loop): the filter lets through the
+ * rotation's calls on stderr, and only there.
+ */
+TEST(a_vcpu_rotates_the_log_on_stderr_only)
+{
+	char path[64];
+	struct stat st;
+	int n = 0;
+	FILE *f;
+	char line[128];
+
+	snprintf(path, sizeof(path), "/tmp/jail_unit.log.%d", getpid());
+	log_path = path;
+	log_flags = O_RDWR | O_APPEND;
+	EXPECT_EXIT(vcpu_call("log-flood"), 0);
+	ASSERT_OK(stat(path, &st));
+	EXPECT_LE(st.st_size, 4096);
+	f = fopen(path, "r");
+	ASSERT_NE(f, NULL);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "the log keeps its newest") ||
+		     strstr(line, "number 0299");
+	fclose(f);
+	EXPECT_GE(n, 2);
+	/* the rotation's calls on another fd still kill */
+	EXPECT_KILLED(vcpu_call("pwrite-stdout"), SIGSYS);
+	/* a log open for writing only stops at the cap: nothing to allow */
+	log_flags = O_WRONLY | O_APPEND;
+	EXPECT_EXIT(vcpu_call("log-flood"), 0);
+	ASSERT_OK(stat(path, &st));
+	EXPECT_LE(st.st_size, 4096 + 100);
+	log_path = NULL;
+	unlink(path);
 }
 
 TEST(a_writable_disk_adds_its_calls_only)
