@@ -337,13 +337,14 @@ void ckpt_remove(struct ckpt_set *s, const char *name, char *reply,
 /*
  * Guest memory goes back to snapshot id: the clone rewound when it is a
  * clone of id (up to keep_pages of the pages the guest wrote keep their
- * place, the snapshot copied back in; *kept says how many), else new_fd
- * (a clone of id) mapped over the old clone (of old_id).
+ * place, the snapshot copied back in; *kept says how many, *pages how
+ * many there were), else new_fd (a clone of id) mapped over the old clone
+ * (of old_id; *pages left as it is).
  * The devices are locked, the vCPUs paused.  Returns 0, or -errno with
  * the memory as it was.
  */
 static int swap_memory(struct ckpt_set *s, int new_fd, uint64_t old_id,
-		       uint64_t *kept)
+		       uint64_t *pages, uint64_t *kept)
 {
 	struct cube_clone_rewind rw = { .keep_pages = s->keep_pages };
 	struct vm *vm = s->vm;
@@ -354,6 +355,7 @@ static int swap_memory(struct ckpt_set *s, int new_fd, uint64_t old_id,
 		if (ioctl(*s->mem_fd, CUBE_IOC_CLONE_REWIND, &rw))
 			return -errno;
 		*kept = rw.kept;
+		*pages = rw.kept + rw.dropped;
 		return 0;
 	}
 	/* KVM's MMU notifier drops its mappings of the old pages. */
@@ -447,7 +449,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	struct snap_restore *st;
 	const char *target;
 	bool was_paused;
-	uint64_t id, t0, t_mem, t_state, kept;
+	uint64_t id, t0, t_mem, t_state, pages, kept;
 	char err[256];
 	int new_fd = -1, disk_fd, ret;
 
@@ -507,7 +509,8 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	if (!was_paused)
 		vm_pause(s->vm);
 	snapshot_lock_devs(s->vm, true);
-	ret = swap_memory(s, new_fd, cc.snapshot_id, &kept);
+	pages = cc.private_pages;	/* the guest may write on until paused */
+	ret = swap_memory(s, new_fd, cc.snapshot_id, &pages, &kept);
 	t_mem = now_us();
 	if (ret) {
 		snapshot_lock_devs(s->vm, false);
@@ -554,7 +557,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	 */
 	snprintf(reply, len, "OK rollback %s %llu us pages=%llu kept=%llu mem_us=%llu state_us=%llu",
 		 target, (unsigned long long)(now_us() - t0),
-		 (unsigned long long)cc.private_pages,
+		 (unsigned long long)pages,
 		 (unsigned long long)kept,
 		 (unsigned long long)(t_mem - t0),
 		 (unsigned long long)(t_state - t_mem));
