@@ -375,6 +375,29 @@ out:
 	return ret;
 }
 
+/*
+ * A log's rotation (its newest half moved to its start), on its fd only:
+ * pwrite64 (every fd's already, with a writable disk), ftruncate, and with
+ * @setfl fcntl F_SETFL (O_APPEND off for the move).
+ */
+static int allow_rotation(scmp_filter_ctx ctx, struct vm *vm, int fd,
+			  bool setfl)
+{
+	int ret = 0;
+
+	if (!vm->devs[VM_DEV_DISK])
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(pwrite64),
+				       1, SCMP_A0(SCMP_CMP_EQ, fd));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ftruncate),
+				       1, SCMP_A0(SCMP_CMP_EQ, fd));
+	if (!ret && setfl)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 2,
+				       SCMP_A0(SCMP_CMP_EQ, fd),
+				       SCMP_A1(SCMP_CMP_EQ, F_SETFL));
+	return ret;
+}
+
 static int vcpu_filter_build(struct vm *vm, struct vcpu *vcpu,
 			     struct vcpu_filter *f)
 {
@@ -403,37 +426,12 @@ static int vcpu_filter_build(struct vm *vm, struct vcpu *vcpu,
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fallocate), 1,
 				       SCMP_A1(SCMP_CMP_EQ, FALLOC_FL_PUNCH_HOLE |
 					       FALLOC_FL_KEEP_SIZE));
-	/* the console log's rotation: on its fd only */
-	if (!ret && vm->serial && serial_rotate_fd(vm->serial) >= 0) {
-		int fd = serial_rotate_fd(vm->serial);
-
-		if (!vm->devs[VM_DEV_DISK])
-			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
-					       SCMP_SYS(pwrite64), 1,
-					       SCMP_A0(SCMP_CMP_EQ, fd));
-		if (!ret)
-			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
-					       SCMP_SYS(ftruncate), 1,
-					       SCMP_A0(SCMP_CMP_EQ, fd));
-	}
-	/* cube-vmm's own log's rotation: on its fd only */
-	if (!ret && vmm_log_rotate_fd() >= 0) {
-		int fd = vmm_log_rotate_fd();
-
-		if (!vm->devs[VM_DEV_DISK])
-			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
-					       SCMP_SYS(pwrite64), 1,
-					       SCMP_A0(SCMP_CMP_EQ, fd));
-		if (!ret)
-			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
-					       SCMP_SYS(ftruncate), 1,
-					       SCMP_A0(SCMP_CMP_EQ, fd));
-		if (!ret)
-			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
-					       SCMP_SYS(fcntl), 2,
-					       SCMP_A0(SCMP_CMP_EQ, fd),
-					       SCMP_A1(SCMP_CMP_EQ, F_SETFL));
-	}
+	/* the console log's and cube-vmm's own log's rotations */
+	if (!ret && vm->serial && serial_rotate_fd(vm->serial) >= 0)
+		ret = allow_rotation(ctx, vm, serial_rotate_fd(vm->serial),
+				     false);
+	if (!ret && vmm_log_rotate_fd() >= 0)
+		ret = allow_rotation(ctx, vm, vmm_log_rotate_fd(), true);
 	/* fstat() is newfstatat(fd, "", AT_EMPTY_PATH): on an fd, no path */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,

@@ -90,6 +90,16 @@ static void vmm_log_probe(void)
 	vmm_log_state.rotate = fl >= 0 && (fl & O_ACCMODE) == O_RDWR;
 }
 
+/* Called with the lock held: the default bounds, unless set already. */
+static void vmm_log_start(void)
+{
+	if (vmm_log_state.started)
+		return;
+	token_bucket_init(&vmm_log_state.rate, VMM_LOG_RATE, VMM_LOG_BURST);
+	vmm_log_probe();
+	vmm_log_state.started = true;
+}
+
 void vmm_log_set_limits(unsigned int rate, unsigned int burst, size_t max)
 {
 	pthread_mutex_lock(&vmm_log_state.lock);
@@ -108,12 +118,7 @@ int vmm_log_rotate_fd(void)
 	int fd;
 
 	pthread_mutex_lock(&vmm_log_state.lock);
-	if (!vmm_log_state.started) {
-		token_bucket_init(&vmm_log_state.rate, VMM_LOG_RATE,
-				  VMM_LOG_BURST);
-		vmm_log_probe();
-		vmm_log_state.started = true;
-	}
+	vmm_log_start();
 	fd = vmm_log_state.rotate ? STDERR_FILENO : -1;
 	pthread_mutex_unlock(&vmm_log_state.lock);
 	return fd;
@@ -165,12 +170,7 @@ void vmm_log(const char *fmt, ...)
 	len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 
 	pthread_mutex_lock(&vmm_log_state.lock);
-	if (!vmm_log_state.started) {
-		token_bucket_init(&vmm_log_state.rate, VMM_LOG_RATE,
-				  VMM_LOG_BURST);
-		vmm_log_probe();
-		vmm_log_state.started = true;
-	}
+	vmm_log_start();
 	if (vmm_log_state.full ||
 	    !token_bucket_take(&vmm_log_state.rate, 1)) {
 		vmm_log_state.dropped++;
