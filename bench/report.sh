@@ -62,7 +62,7 @@ slope=$(awk '$1 == "memory_idle" {
 sed -n 's/^[[:space:]]*bench: missing=//p' "$log" > "$out/missing.txt"
 for want in clone restore_cube_first boot_cube_vmm boot_qemu_microvm \
 	boot_ratio_cube_vmm_over_qemu restore_cube restore_no_cube \
-	template_build restore_counts \
+	template_build restore_counts restore_trim \
 	latency_cubectl:pool=0 latency_cubectl:pool=1 idle_cost idle_exits \
 	memory_idle memory_slope guest_timer idle_guest idle_host_exits \
 	density density_no_cube density_ratio latency_sdk:pool=0 \

@@ -641,6 +641,43 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 	}
 }
 
+/*
+ * "trim" on every VMM of the batch (the pages each guest wrote back to the
+ * snapshot's contents, zeroed free pages above all, go back to the
+ * module): the private pages per clone before and after, and the VMMs'
+ * own time for it.
+ */
+static void report_trim(struct sample *s, int n, int conc)
+{
+	struct cube_mem_stats before, after;
+	long long dropped = 0, us = 0;
+	int i, done = 0;
+
+	if (mem_stats(&before) || !before.clones)
+		return;
+	for (i = 0; i < n; i++) {
+		char path[PATH_MAX], reply[256];
+
+		if (!s[i].ok ||
+		    cube_sandbox_path(path, sizeof(path), s[i].id, "control") ||
+		    cube_control(path, "trim\n", reply, sizeof(reply)) ||
+		    strncmp(reply, "OK trim ", 8))
+			continue;
+		dropped += status_field(reply, " dropped=");
+		us += status_field(reply, " us=");
+		done++;
+	}
+	if (!done || mem_stats(&after) || !after.clones) {
+		printf("bench: missing=restore_trim reason=\"the VMMs did not answer a trim request\"\n");
+		return;
+	}
+	printf("bench: figure=restore_trim pool=%d concurrency=%d measured=%d private_pages_before=%" PRIu64 " private_pages_after=%" PRIu64 " dropped=%lld trim_us=%lld\n",
+	       use_pool, conc, done,
+	       (uint64_t)(before.private_pages / before.clones),
+	       (uint64_t)(after.private_pages / after.clones),
+	       dropped / done, us / done);
+}
+
 static void report_idle(struct sample *s, int n, int conc)
 {
 	struct cube_mem_stats ms;
@@ -667,6 +704,7 @@ static void report_idle(struct sample *s, int n, int conc)
 	       use_pool, conc, c.seen, c.exits, c.minflt,
 	       c.clones ? c.faults : -1LL, c.clones ? c.cow_faults : -1LL,
 	       (uint64_t)(ms.clones ? ms.private_pages / ms.clones : 0));
+	report_trim(s, n, conc);
 }
 
 #define POOL_WAIT_S	900

@@ -814,6 +814,83 @@ static long cube_clone_rewind_ioctl(struct cube_clone *clone,
 	return copy_to_user(argp, &rw, sizeof(rw)) ? -EFAULT : 0;
 }
 
+/* Whether @page holds what the snapshot has at its offset: @src, or zeros. */
+static bool cube_clone_page_same(struct page *page, struct page *src)
+{
+	void *a = kmap_local_page(page), *b;
+	bool same;
+
+	if (src) {
+		b = kmap_local_page(src);
+		same = !memcmp(a, b, PAGE_SIZE);
+		kunmap_local(b);
+	} else {
+		same = !memchr_inv(a, 0, PAGE_SIZE);
+	}
+	kunmap_local(a);
+	return same;
+}
+
+/*
+ * cube_clone_trim() - drop the private pages that hold the snapshot's
+ * contents again.  A first comparison, unlocked, only picks candidates.
+ * A candidate's page is locked (its faults wait), its PTEs zapped in every
+ * mapping (so neither a process nor KVM can write it any more) and it is
+ * compared again: only then is it dropped, its offset back to "never
+ * seen".  A candidate written meanwhile stays, and is faulted in again at
+ * its next access.
+ */
+static void cube_clone_trim(struct cube_clone *clone, u64 *scanned,
+			    u64 *dropped)
+{
+	unsigned long index;
+	struct page *src;
+	void *entry;
+
+	*scanned = *dropped = 0;
+	mutex_lock(&clone->lock);
+	xa_for_each(&clone->pages, index, entry) {
+		struct page *page = entry;
+
+		cond_resched();		/* up to the clone's size in entries */
+		if (xa_is_value(entry))
+			continue;
+		(*scanned)++;
+		src = cube_snapshot_page(clone->snap, index);
+		if (!cube_clone_page_same(page, src))
+			continue;
+		lock_page(page);
+		cube_clone_zap(clone, index, 1);
+		if (xa_load(&clone->pages, index) != page ||
+		    !cube_clone_page_same(page, src)) {
+			unlock_page(page);
+			continue;
+		}
+		xa_cmpxchg(&clone->pages, index, page, NULL, 0);
+		atomic64_dec(&clone->private_pages);
+		atomic64_dec(&cube_stats.private_pages);
+		unlock_page(page);
+		put_page(page);
+		(*dropped)++;
+	}
+	mutex_unlock(&clone->lock);
+}
+
+static long cube_clone_trim_ioctl(struct cube_clone *clone, void __user *argp)
+{
+	struct cube_clone_trim tr;
+
+	if (copy_from_user(&tr, argp, sizeof(tr)))
+		return -EFAULT;
+	if (tr.flags || tr.reserved)
+		return -EINVAL;
+	tr.scanned = tr.dropped = 0;
+	if (copy_to_user(argp, &tr, sizeof(tr)))
+		return -EFAULT;
+	cube_clone_trim(clone, &tr.scanned, &tr.dropped);
+	return copy_to_user(argp, &tr, sizeof(tr)) ? -EFAULT : 0;
+}
+
 static long cube_clone_counters_ioctl(struct cube_clone *clone,
 				      void __user *argp)
 {
@@ -844,6 +921,8 @@ static long cube_clone_ioctl(struct file *file, unsigned int cmd,
 		return 0;
 	case CUBE_IOC_CLONE_REWIND:
 		return cube_clone_rewind_ioctl(clone, (void __user *)arg);
+	case CUBE_IOC_CLONE_TRIM:
+		return cube_clone_trim_ioctl(clone, (void __user *)arg);
 	case CUBE_IOC_CLONE_COUNTERS:
 		return cube_clone_counters_ioctl(clone, (void __user *)arg);
 	}

@@ -37,14 +37,6 @@ static int serr(char *err, size_t errlen, int ret, const char *fmt, ...)
 	return ret;
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
 /* A new clone fd of the restore snapshot, or -errno. */
 static int base_clone(struct ckpt_set *s)
 {

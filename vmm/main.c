@@ -140,7 +140,7 @@ static void usage(FILE *f)
 "                       64 KiB); what is over is dropped and counted\n"
 "  --timeout S          stop the VM after S seconds of wall time (exit 3)\n"
 "  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status|\n"
-"                       checkpoint NAME|checkpoints|checkpoint-rm NAME|\n"
+"                       trim|checkpoint NAME|checkpoints|checkpoint-rm NAME|\n"
 "                       rollback [NAME]\n"
 "  --checkpoint-dir DIR existing directory of the checkpoints (DIR/NAME/: the\n"
 "                       vCPU and device state, the id of the cube.ko snapshot\n"
@@ -684,6 +684,30 @@ static void status_reply(struct vmm *m, char *reply, size_t len)
 			 m->ck.nr, m->ck.rollbacks);
 }
 
+/*
+ * "trim": the clone gives back the private pages that hold the snapshot's
+ * contents again (CUBE_IOC_CLONE_TRIM); safe while the guest runs.
+ */
+static void trim_reply(struct vmm *m, char *reply, size_t len)
+{
+	struct cube_clone_trim tr = { 0 };
+	uint64_t t0 = now_us();
+
+	if (!m->mem_shared || m->mem_fd < 0) {
+		snprintf(reply, len, "ERR trim needs guest memory on a cube.ko clone");
+		return;
+	}
+	if (ioctl(m->mem_fd, CUBE_IOC_CLONE_TRIM, &tr)) {
+		snprintf(reply, len, "ERR trim: CUBE_IOC_CLONE_TRIM: %s",
+			 strerror(errno));
+		return;
+	}
+	snprintf(reply, len, "OK trim scanned=%llu dropped=%llu us=%llu",
+		 (unsigned long long)tr.scanned,
+		 (unsigned long long)tr.dropped,
+		 (unsigned long long)(now_us() - t0));
+}
+
 /* pid 1 of its namespace ignores a default-action SIGALRM: the backstop */
 static void backstop(int sig)
 {
@@ -768,6 +792,8 @@ static void control_request(void *arg, char *req, const int *fds, int nfds,
 		snprintf(reply, len, "OK stopping");
 	} else if (!strcmp(cmd, "status") && !a1) {
 		status_reply(m, reply, len);
+	} else if (!strcmp(cmd, "trim") && !a1) {
+		trim_reply(m, reply, len);
 	} else if (!strcmp(cmd, "checkpoint")) {
 		ckpt_checkpoint(&m->ck, more ? NULL : a1, reply, len);
 	} else if (!strcmp(cmd, "checkpoints") && !a1) {

@@ -260,6 +260,8 @@ static const unsigned long allowed_ioctls[] = {
 	TCGETS,
 	/* "status": the counters of the clone the guest memory is (read only) */
 	CUBE_IOC_CLONE_COUNTERS,
+	/* "trim": its pages that hold the snapshot's contents again go */
+	CUBE_IOC_CLONE_TRIM,
 };
 
 /*

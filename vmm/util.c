@@ -36,6 +36,14 @@ static double monotonic_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+uint64_t now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
 void token_bucket_init(struct token_bucket *b, double rate, double burst)
 {
 	b->rate = rate;

@@ -31,6 +31,9 @@ void token_bucket_init(struct token_bucket *b, double rate, double burst);
 /* Whether @cost units may pass now; takes them if so. */
 bool token_bucket_take(struct token_bucket *b, double cost);
 
+/* CLOCK_MONOTONIC in microseconds. */
+uint64_t now_us(void);
+
 /* Bounds of cube-vmm's own messages (see util.c). */
 #define VMM_LOG_RATE	10
 #define VMM_LOG_BURST	100

@@ -38,6 +38,7 @@ TEST(command_numbers)
 		CUBE_IOC_SNAPSHOT_INFO, CUBE_IOC_CLONE_CREATE,
 		CUBE_IOC_MEM_STATS, CUBE_IOC_CLONE_RESET,
 		CUBE_IOC_CLONE_COUNTERS, CUBE_IOC_CLONE_REWIND,
+		CUBE_IOC_CLONE_TRIM,
 	};
 	unsigned int i;
 
@@ -57,6 +58,8 @@ TEST(command_numbers)
 		  sizeof(struct cube_clone_rewind));
 	EXPECT_EQ(_IOC_DIR(CUBE_IOC_CLONE_REWIND),
 		  (unsigned int)(_IOC_READ | _IOC_WRITE));
+	EXPECT_EQ(_IOC_SIZE(CUBE_IOC_CLONE_TRIM),
+		  sizeof(struct cube_clone_trim));
 	EXPECT_EQ(CUBE_SNAPSHOT_A_MAX, 9);
 	EXPECT_EQ(CUBE_CLONE_F_ALL, 3u);
 }

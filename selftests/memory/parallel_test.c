@@ -243,6 +243,68 @@ TEST_F(par, threads_race_on_one_clone)
 	check_back(&self->base);
 }
 
+/*
+ * Trims race a writer that puts each of its pages back to the snapshot's
+ * contents and off it again: a trim may drop a page only while it holds
+ * the snapshot's contents, so the writer reads back every value it wrote
+ * last, and the trims drop pages all along.
+ */
+static volatile int trim_stop;
+static uint64_t trim_dropped;
+
+static void *trim_thread(void *arg)
+{
+	struct cube_clone_trim tr;
+
+	while (!trim_stop) {
+		memset(&tr, 0, sizeof(tr));
+		if (ioctl(sc.clone, CUBE_IOC_CLONE_TRIM, &tr))
+			__atomic_store_n(&sc.bad, 1, __ATOMIC_RELAXED);
+		trim_dropped += tr.dropped;
+	}
+	return NULL;
+}
+
+TEST_F(par, trims_race_a_writer_without_losing_a_write)
+{
+	unsigned char last[NR_PAGES];
+	pthread_t t;
+	int n, p;
+
+	sc.clone = mem_clone(dev, snap_id, 0);
+	ASSERT_GE(sc.clone, 0);
+	sc.m = mem_map(sc.clone, NR_PAGES * PAGE);
+	ASSERT_NE(sc.m, MAP_FAILED);
+	sc.bad = 0;
+	trim_stop = 0;
+	trim_dropped = 0;
+	ASSERT_EQ(pthread_create(&t, NULL, trim_thread, NULL), 0);
+	for (n = 0; n < 4000; n++) {
+		for (p = 0; p < NR_PAGES; p++) {
+			unsigned char *b = sc.m + p * PAGE + 7;
+
+			/* the snapshot's byte, or another */
+			last[p] = (n + p) % 2 ? snap_byte(p) : 0x33;
+			*b = last[p];
+			if (*b != last[p])
+				sc.bad = 2;
+		}
+		for (p = 0; p < NR_PAGES; p++)
+			if (sc.m[p * PAGE + 7] != last[p])
+				sc.bad = 3;
+	}
+	trim_stop = 1;
+	ASSERT_EQ(pthread_join(t, NULL), 0);
+	EXPECT_EQ(sc.bad, 0);
+	TH_LOG("%llu pages dropped by the trims", (unsigned long long)trim_dropped);
+	EXPECT_GT(trim_dropped, 0u);
+	for (p = 0; p < NR_PAGES; p++)
+		EXPECT_EQ(sc.m[p * PAGE + 7], last[p]);
+	munmap(sc.m, NR_PAGES * PAGE);
+	close(sc.clone);
+	check_back(&self->base);
+}
+
 static volatile int chaos_stop;
 static int chaos_bad;
 static int chaos_forks, chaos_maps;

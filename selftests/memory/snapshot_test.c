@@ -1075,6 +1075,108 @@ TEST_F(mem, many_rewinds_leak_nothing)
 	EXPECT_DELTA(0, 0, 0, 0);
 }
 
+static int trim_clone(int c, struct cube_clone_trim *tr)
+{
+	memset(tr, 0, sizeof(*tr));
+	return ioctl(c, CUBE_IOC_CLONE_TRIM, tr);
+}
+
+/*
+ * A trim drops the private pages that hold the snapshot's contents again
+ * (a data page written back as it was, a hole's page zeroed), and only
+ * those; the clone reads the same before and after.
+ */
+TEST_F(mem, trim_gives_back_pages_equal_to_the_snapshot)
+{
+	struct cube_clone_counters cnt;
+	struct cube_clone_trim tr;
+	uint64_t id = snap_of(self->dev, 16, data_8);
+	unsigned char *m;
+	int c, i;
+
+	ASSERT_NE(id, 0);
+	c = mem_clone(self->dev, id, 0);
+	ASSERT_GE(c, 0);
+	m = mem_map(c, 16 * PAGE);
+	ASSERT_NE(m, MAP_FAILED);
+	fill(m, 0, 1);			/* as it was */
+	fill(m, 1, 0x77);
+	fill(m, 9, 0);			/* a hole, zeroed */
+	fill(m, 10, 0x10);
+	fill(m, 3, 0x55);		/* back as it was, one byte at a time */
+	m[3 * PAGE + 100] = 4;
+	fill(m, 3, 4);
+	m[4 * PAGE + PAGE - 1] = 0;	/* one byte off */
+	EXPECT_DELTA(1, 1, 8, 6);
+
+	ASSERT_OK(trim_clone(c, &tr));
+	EXPECT_EQ(tr.scanned, 6u);
+	EXPECT_EQ(tr.dropped, 3u);
+	EXPECT_DELTA(1, 1, 8, 3);
+	ASSERT_OK(mem_counters(c, &cnt));
+	EXPECT_EQ(cnt.private_pages, 3u);
+	for (i = 0; i < 16; i++) {
+		unsigned char want = i == 1 ? 0x77 : i == 10 ? 0x10 :
+				     i < 8 ? i + 1 : 0;
+
+		if (i == 4)
+			EXPECT_TRUE(m[4 * PAGE] == 5 && m[5 * PAGE - 1] == 0);
+		else
+			EXPECT_TRUE(page_is(m, i, want));
+	}
+	/* a dropped page is copy-on-write again */
+	fill(m, 0, 0x0f);
+	EXPECT_TRUE(page_is(m, 0, 0x0f));
+	ASSERT_OK(mem_counters(c, &cnt));
+	EXPECT_EQ(cnt.private_pages, 4u);
+	/* nothing more to give back */
+	ASSERT_OK(trim_clone(c, &tr));
+	EXPECT_EQ(tr.scanned, 4u);
+	EXPECT_EQ(tr.dropped, 0u);
+	munmap(m, 16 * PAGE);
+	close(c);
+	ASSERT_OK(mem_snapshot_delete(self->dev, id));
+	EXPECT_DELTA(0, 0, 0, 0);
+}
+
+/* Each bad argument fails with its errno and leaves the clone as it was. */
+TEST_F(mem, trim_bad_arguments_change_nothing)
+{
+	struct cube_clone_trim tr = { 0 };
+	struct cube_clone_counters cnt;
+	uint64_t id = snap_of(self->dev, 8, data_8);
+	unsigned char *m;
+	void *ro;
+	int c;
+
+	ASSERT_NE(id, 0);
+	c = mem_clone(self->dev, id, 0);
+	ASSERT_GE(c, 0);
+	m = mem_map(c, 8 * PAGE);
+	ASSERT_NE(m, MAP_FAILED);
+	fill(m, 2, 3);			/* the snapshot's: a trim would drop it */
+	ro = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(ro, MAP_FAILED);
+
+	tr.flags = 1;
+	EXPECT_ERRNO(ioctl(c, CUBE_IOC_CLONE_TRIM, &tr), EINVAL);
+	tr.flags = 0;
+	tr.reserved = 2;
+	EXPECT_ERRNO(ioctl(c, CUBE_IOC_CLONE_TRIM, &tr), EINVAL);
+	EXPECT_ERRNO(ioctl(c, CUBE_IOC_CLONE_TRIM, NULL), EFAULT);
+	EXPECT_ERRNO(ioctl(c, CUBE_IOC_CLONE_TRIM, ro), EFAULT);
+	tr.reserved = 0;
+	EXPECT_ERRNO(ioctl(self->dev, CUBE_IOC_CLONE_TRIM, &tr), ENOTTY);
+	ASSERT_OK(mem_counters(c, &cnt));
+	EXPECT_EQ(cnt.private_pages, 1u);
+	EXPECT_DELTA(1, 1, 8, 1);
+	munmap(ro, PAGE);
+	munmap(m, 8 * PAGE);
+	close(c);
+	ASSERT_OK(mem_snapshot_delete(self->dev, id));
+	EXPECT_DELTA(0, 0, 0, 0);
+}
+
 static uint64_t read_all(int c, size_t n, int *ok)
 {
 	struct cube_clone_counters cnt;

@@ -100,6 +100,10 @@
 	X(cube_clone_rewind, reserved, 12, 4)				\
 	X(cube_clone_rewind, kept, 16, 8)				\
 	X(cube_clone_rewind, dropped, 24, 8)				\
+	X(cube_clone_trim, flags, 0, 4)					\
+	X(cube_clone_trim, reserved, 4, 4)				\
+	X(cube_clone_trim, scanned, 8, 8)				\
+	X(cube_clone_trim, dropped, 16, 8)				\
 	X(cube_mem_stats, snapshots, 0, 8)				\
 	X(cube_mem_stats, clones, 8, 8)					\
 	X(cube_mem_stats, shared_pages, 16, 8)				\
@@ -122,6 +126,7 @@
 	X(cube_clone_create, 24)					\
 	X(cube_clone_counters, 72)					\
 	X(cube_clone_rewind, 32)					\
+	X(cube_clone_trim, 24)						\
 	X(cube_mem_stats, 32)
 
 /*
@@ -150,7 +155,8 @@
 	X(CUBE_IOC_MEM_STATS, 2, 0x34, 32)				\
 	X(CUBE_IOC_CLONE_RESET, 0, 0x40, 0)				\
 	X(CUBE_IOC_CLONE_COUNTERS, 2, 0x41, 72)				\
-	X(CUBE_IOC_CLONE_REWIND, 3, 0x42, 32)
+	X(CUBE_IOC_CLONE_REWIND, 3, 0x42, 32)				\
+	X(CUBE_IOC_CLONE_TRIM, 3, 0x43, 24)
 
 /* X(constant, value): values that travel in the structures above. */
 #define CUBE_UAPI_VALUES(X)						\

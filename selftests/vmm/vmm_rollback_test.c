@@ -368,6 +368,50 @@ TEST(rollback_of_a_paused_vm)
 	rm_tree(dir);
 }
 
+/*
+ * "trim" while the guest runs: the pages it zeroed again (fresh memory in
+ * the snapshot, so holes there) go back to the module, the others stay,
+ * and the guest runs on with what it wrote.
+ */
+TEST(trim_gives_back_what_the_guest_zeroed)
+{
+	char dir[128], snap[160], reply[256], val[80], req[32];
+	long long before, after, dropped;
+	struct rvm v;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb5");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, NULL), 0);
+	ASSERT_EQ(set_value(&v, "trimmed"), 0);
+	ASSERT_EQ(dirty(&v, 8, 7), 0);
+	snprintf(req, sizeof(req), "ZERO 4");
+	ASSERT_EQ(kv_req(v.uds, req, val, sizeof(val), 60), 0);
+	ASSERT_STREQ(val, "OK");
+	ASSERT_EQ(control(v.ctl, "pause", reply, sizeof(reply)), 0);
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	before = field(reply, " clone_private_pages=");
+	EXPECT_GE(before, 8 << 8);
+	ASSERT_EQ(control(v.ctl, "trim", reply, sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	ASSERT_EQ(strncmp(reply, "OK trim ", 8), 0);
+	dropped = field(reply, " dropped=");
+	EXPECT_EQ(field(reply, " scanned="), before);
+	/* most of the 4 MiB zeroed; none of the 4 MiB still written */
+	EXPECT_GE(dropped, 1 << 8);
+	EXPECT_LE(dropped, before - (4 << 8));
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	after = field(reply, " clone_private_pages=");
+	EXPECT_EQ(after, before - dropped);
+	ASSERT_EQ(control(v.ctl, "resume", reply, sizeof(reply)), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "trimmed");
+	/* what was dropped is copy-on-write again */
+	ASSERT_EQ(dirty(&v, 8, 9), 0);
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	EXPECT_GE(field(reply, " clone_private_pages="), 8 << 8);
+	EXPECT_EQ(rvm_stop(&v), 0);
+	rm_tree(dir);
+}
+
 static void expect_err(struct rvm *v, const char *req, const char *want)
 {
 	char reply[256];
@@ -392,6 +436,7 @@ TEST(bad_requests_change_nothing)
 	ASSERT_EQ(control(v.ctl, "checkpoints", before, sizeof(before)), 0);
 
 	expect_err(&v, "rollback nosuch", "ERR no checkpoint nosuch");
+	expect_err(&v, "trim now", "ERR unknown request 'trim'");
 	expect_err(&v, "checkpoint-rm nosuch", "ERR no checkpoint nosuch");
 	expect_err(&v, "checkpoint good", "ERR checkpoint good exists");
 	expect_err(&v, "checkpoint", "ERR bad checkpoint name");

@@ -8,6 +8,7 @@
  *   SET VALUE            -> OK        (VALUE: up to 63 bytes, no spaces)
  *   GET                  -> VAL VALUE (VAL - before any SET)
  *   DIRTY MIB SEED       -> OK        writes every page of a MIB MiB buffer
+ *   ZERO MIB             -> OK        zeroes the first MIB MiB of it again
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,10 @@ static void serve(int fd)
 		}
 		for (i = 0; i < ((size_t)mib << 20); i += 4096)
 			dirty[i] = (unsigned char)(seed + i / 4096) | 1;
+		reply(fd, "OK\n");
+	} else if (sscanf(line, "ZERO %u", &mib) == 1 && dirty &&
+		   mib <= MAX_DIRTY_MIB) {
+		memset(dirty, 0, (size_t)mib << 20);
 		reply(fd, "OK\n");
 	} else {
 		reply(fd, "ERR\n");

@@ -308,7 +308,8 @@ struct cube_sandbox_ref {
  * mapping of one clone fd sees the same memory; no clone sees another's
  * writes.  The ioctls on a clone fd are %CUBE_IOC_CLONE_RESET (drop the
  * clone's private pages), %CUBE_IOC_CLONE_REWIND (copy the snapshot back
- * into them, keeping them) and %CUBE_IOC_CLONE_COUNTERS.
+ * into them, keeping them), %CUBE_IOC_CLONE_TRIM (drop those that hold
+ * the snapshot's contents again) and %CUBE_IOC_CLONE_COUNTERS.
  */
 
 /** define CUBE_SNAPSHOT_MAX_SIZE - largest snapshot, in bytes (1 TiB) */
@@ -493,6 +494,33 @@ struct cube_clone_rewind {
 };
 
 /**
+ * struct cube_clone_trim - argument of %CUBE_IOC_CLONE_TRIM
+ * @flags: in: zero
+ * @reserved: in: zero
+ * @scanned: out: private pages compared with the snapshot
+ * @dropped: out: private pages dropped, being the same as the snapshot's
+ *	(or, where the snapshot has none, all zeros)
+ *
+ * A clone gives back the private pages whose contents are the snapshot's
+ * again: a guest that wrote a page back as it was, or zeroed a page it
+ * freed where the snapshot holds a hole.  The clone reads the same
+ * afterwards; the next write to a dropped page makes a private copy again.
+ * Safe while the clone is mapped and written: a page is dropped only after
+ * its mappings are zapped and its contents compared again, under the lock
+ * its faults take.
+ *
+ * Errors: %EINVAL for non-zero @flags or @reserved, %EFAULT for an
+ * argument that cannot be read and written back; either leaves the clone
+ * as it was.
+ */
+struct cube_clone_trim {
+	__u32 flags;
+	__u32 reserved;
+	__u64 scanned;
+	__u64 dropped;
+};
+
+/**
  * struct cube_mem_stats - answer of %CUBE_IOC_MEM_STATS
  * @snapshots: live snapshots (deleted ones still in use included)
  * @clones: live clones
@@ -516,6 +544,7 @@ struct cube_mem_stats {
 #define CUBE_IOC_CLONE_RESET	_IO(CUBE_IOCTL_MAGIC, 0x40)
 #define CUBE_IOC_CLONE_COUNTERS	_IOR(CUBE_IOCTL_MAGIC, 0x41, struct cube_clone_counters)
 #define CUBE_IOC_CLONE_REWIND	_IOWR(CUBE_IOCTL_MAGIC, 0x42, struct cube_clone_rewind)
+#define CUBE_IOC_CLONE_TRIM	_IOWR(CUBE_IOCTL_MAGIC, 0x43, struct cube_clone_trim)
 
 /**
  * DOC: generic netlink
