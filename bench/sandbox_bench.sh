@@ -30,7 +30,9 @@
 #     with cube-vmm --no-cube (the memory file mapped MAP_PRIVATE), and
 #     the ratio of the two.
 #
-# BENCH_CGROUP=0 leaves out the memory.current of a cgroup holding the
+# BENCH_APPEND adds to the template's guest kernel command line (say
+# init_on_free=1, to see what the guest's zeroed free pages give back to a
+# trim).  BENCH_CGROUP=0 leaves out the memory.current of a cgroup holding the
 # shims and VMMs (on by default).  In the VM harness, where the environment
 # does not reach, the kernel command line gives the same settings:
 # cube.bench_samples=10 cube.bench_concurrency=1,10 and so on (commas for
@@ -149,7 +151,8 @@ fi
 
 t0=$(cut -d' ' -f1 /proc/uptime)
 run $C template build $T --kernel "$kernel" --initrd "$dir/initramfs.cpio.gz" \
-	--rootfs "$rootfs" --append cube.rootfstype=ext4 --memory 256 >/dev/null || {
+	--rootfs "$rootfs" --append "cube.rootfstype=ext4${BENCH_APPEND:+ $BENCH_APPEND}" \
+	--memory 256 >/dev/null || {
 	echo "# sandbox_bench: template build failed"
 	exit 1
 }
