@@ -72,6 +72,7 @@ struct opts {
 	const char *restore;
 	const char *checkpoint_dir;
 	uint64_t rollback_keep_mib;	/* UINT64_MAX: all */
+	uint64_t trim_every;		/* seconds, 0: never */
 	bool verify_memory;
 	bool no_cube;
 	const char *control;
@@ -98,6 +99,8 @@ struct vmm {
 	struct snap_restore r;		/* --restore: the snapshot, opened */
 	int mem_fd;			/* --restore: its guest memory */
 	bool mem_shared;		/* mem_fd is a cube.ko clone */
+	int trim_fd;			/* --trim-every's timer, -1: none */
+	uint64_t trim_left;		/* private pages the last trim left */
 	struct ckpt_set ck;		/* checkpoints and rollbacks */
 	uint64_t disk_size;		/* the writable disk's, 0: none */
 	int epoll_fd;
@@ -149,6 +152,10 @@ static void usage(FILE *f)
 "                       \"rollback NAME\" returns it there, \"rollback\" to the\n"
 "                       restored snapshot (same process, same VM); at most\n"
 "                       16 checkpoints, deleted when cube-vmm exits\n"
+"  --trim-every S       for a restore onto a cube.ko clone: every S seconds\n"
+"                       (1..3600) in which the guest made 1 MiB or more of\n"
+"                       memory its own, give back the pages that hold the\n"
+"                       snapshot's contents again (as \"trim\" does)\n"
 "  --rollback-keep MiB  of the pages the guest wrote, how much a rollback to\n"
 "                       the snapshot it runs on keeps, the snapshot copied\n"
 "                       back into them (no fault when written again), rather\n"
@@ -187,7 +194,7 @@ enum {
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
 	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
-	OPT_CKPTDIR, OPT_ROLLBACK_KEEP, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
+	OPT_CKPTDIR, OPT_ROLLBACK_KEEP, OPT_TRIM_EVERY, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
 };
 
 static const struct option long_opts[] = {
@@ -213,6 +220,7 @@ static const struct option long_opts[] = {
 	{ "restore", required_argument, NULL, OPT_RESTORE },
 	{ "checkpoint-dir", required_argument, NULL, OPT_CKPTDIR },
 	{ "rollback-keep", required_argument, NULL, OPT_ROLLBACK_KEEP },
+	{ "trim-every", required_argument, NULL, OPT_TRIM_EVERY },
 	{ "verify-memory", no_argument, NULL, OPT_VERIFY },
 	{ "no-cube", no_argument, NULL, OPT_NOCUBE },
 	{ "control", required_argument, NULL, OPT_CONTROL },
@@ -333,6 +341,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case OPT_SNAPOUT: o->snapshot_out = optarg; break;
 		case OPT_RESTORE: o->restore = optarg; break;
 		case OPT_CKPTDIR: o->checkpoint_dir = optarg; break;
+		case OPT_TRIM_EVERY:
+			if (num_opt("trim-every", optarg, 1, 3600,
+				    &o->trim_every))
+				return -1;
+			break;
 		case OPT_ROLLBACK_KEEP:
 			if (num_opt("rollback-keep", optarg, 0, 3072,
 				    &o->rollback_keep_mib))
@@ -702,10 +715,38 @@ static void trim_reply(struct vmm *m, char *reply, size_t len)
 			 strerror(errno));
 		return;
 	}
+	m->trim_left = tr.scanned - tr.dropped;
 	snprintf(reply, len, "OK trim scanned=%llu dropped=%llu us=%llu",
 		 (unsigned long long)tr.scanned,
 		 (unsigned long long)tr.dropped,
 		 (unsigned long long)(now_us() - t0));
+}
+
+/* What makes --trim-every trim: the guest made this much its own since. */
+#define TRIM_MIN_GROWTH		((1 << 20) / 4096)
+
+/*
+ * --trim-every's tick: a trim when the guest's private pages grew by
+ * TRIM_MIN_GROWTH since the last one, so an idle sandbox is trimmed once
+ * after it settles and then costs one counters call a tick.
+ */
+static void trim_tick(struct vmm *m)
+{
+	struct cube_clone_counters cc;
+	char reply[128];
+	uint64_t cnt;
+
+	if (read(m->trim_fd, &cnt, sizeof(cnt)) < 0) {
+		/* spurious */
+	}
+	if (m->mem_fd < 0 || ioctl(m->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc))
+		return;
+	if (cc.private_pages < m->trim_left)
+		m->trim_left = cc.private_pages;	/* after a rollback */
+	if (cc.private_pages < m->trim_left + TRIM_MIN_GROWTH)
+		return;
+	trim_reply(m, reply, sizeof(reply));
+	pr_info("--trim-every: %s", reply);
 }
 
 /* pid 1 of its namespace ignores a default-action SIGALRM: the backstop */
@@ -844,6 +885,8 @@ static int main_loop(struct vmm *m, int sig_fd, int timer_fd)
 				if (read(fd, &si, sizeof(si)) == sizeof(si))
 					vm_request_exit(&m->vm, VM_EXIT_STOP,
 							"signal %u", si.ssi_signo);
+			} else if (fd == m->trim_fd) {
+				trim_tick(m);
 			} else if (fd == timer_fd) {
 				vm_request_exit(&m->vm, VM_EXIT_TIMEOUT,
 						"timeout after %llu s",
@@ -1126,6 +1169,21 @@ static int run(struct vmm *m)
 		/* Backstop: whatever hangs, the process dies soon after. */
 		alarm(m->o.timeout + 10);
 	}
+	if (m->o.trim_every && m->mem_shared) {
+		struct itimerspec its = {
+			.it_value.tv_sec = m->o.trim_every,
+			.it_interval.tv_sec = m->o.trim_every,
+		};
+
+		m->trim_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (m->trim_fd < 0 ||
+		    timerfd_settime(m->trim_fd, 0, &its, NULL)) {
+			pr_err("timerfd: %s", strerror(errno));
+			goto out;
+		}
+		ev.data.fd = m->trim_fd;
+		epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, m->trim_fd, &ev);
+	}
 	control_set_watch(watch, m);
 	if (m->o.control) {
 		ret = control_open(&m->ctl, m->o.control);
@@ -1276,6 +1334,8 @@ out:
 		close(sig_fd);
 	if (timer_fd >= 0)
 		close(timer_fd);
+	if (m->trim_fd >= 0)
+		close(m->trim_fd);
 	return ret;
 }
 
@@ -1293,6 +1353,7 @@ int main(int argc, char **argv)
 	for (ret = 0; ret < CONTROL_MAX_CLIENTS; ret++)
 		m.ctl.clients[ret].fd = -1;
 	m.epoll_fd = -1;
+	m.trim_fd = -1;
 	m.r.mem_fd = -1;
 	m.ck.base_disk_fd = m.ck.base_spare_fd = -1;
 	m.ck.dir_fd = m.ck.dev_fd = -1;

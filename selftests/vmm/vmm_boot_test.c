@@ -140,6 +140,14 @@ TEST(bad_options_refused)
 		EXPECT_TRUE(file_has(err, "--mem"));
 	}
 	{
+		const char *a[] = { "x", "--kernel", k, "--trim-every", "0",
+				    NULL };
+
+		st = run_args(a, err);
+		EXPECT_EXIT(st, 2);
+		EXPECT_TRUE(file_has(err, "--trim-every"));
+	}
+	{
 		const char *a[] = { "x", "--kernel", k, "--rollback-keep",
 				    "3073", NULL };
 

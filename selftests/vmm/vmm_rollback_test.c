@@ -412,6 +412,38 @@ TEST(trim_gives_back_what_the_guest_zeroed)
 	rm_tree(dir);
 }
 
+/*
+ * --trim-every: the VMM trims by itself once the guest made a MiB or more
+ * its own since the last trim.
+ */
+TEST(trim_every_trims_by_itself)
+{
+	char dir[128], snap[160], reply[256], val[80];
+	long long peak, now = -1;
+	struct rvm v;
+	int i;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb6");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, "--trim-every=1"), 0);
+	ASSERT_EQ(dirty(&v, 8, 5), 0);
+	ASSERT_EQ(kv_req(v.uds, "ZERO 8", val, sizeof(val), 60), 0);
+	ASSERT_STREQ(val, "OK");
+	peak = 8 << 8;
+	for (i = 0; i < 60; i++) {
+		ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+		now = field(reply, " clone_private_pages=");
+		if (now >= 0 && now < peak - (1 << 8))
+			break;
+		sleep(1);
+	}
+	TH_LOG("private pages after the guest zeroed 8 MiB: %lld", now);
+	EXPECT_LT(now, peak - (1 << 8));
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "-");
+	EXPECT_EQ(rvm_stop(&v), 0);
+	rm_tree(dir);
+}
+
 static void expect_err(struct rvm *v, const char *req, const char *want)
 {
 	char reply[256];
