@@ -101,6 +101,8 @@ struct vmm {
 	bool mem_shared;		/* mem_fd is a cube.ko clone */
 	int trim_fd;			/* --trim-every's timer, -1: none */
 	uint64_t trim_left;		/* private pages the last trim left */
+	unsigned long trims;		/* trims done ("trim", --trim-every) */
+	uint64_t trimmed;		/* pages they gave back */
 	struct ckpt_set ck;		/* checkpoints and rollbacks */
 	uint64_t disk_size;		/* the writable disk's, 0: none */
 	int epoll_fd;
@@ -693,8 +695,10 @@ static void status_reply(struct vmm *m, char *reply, size_t len)
 			      (unsigned long long)cc.private_pages,
 			      (unsigned long long)cc.around);
 	if (n >= 0 && (size_t)n < len)
-		snprintf(reply + n, len - n, " checkpoints=%u rollbacks=%lu",
-			 m->ck.nr, m->ck.rollbacks);
+		snprintf(reply + n, len - n,
+			 " checkpoints=%u rollbacks=%lu trims=%lu trimmed=%llu",
+			 m->ck.nr, m->ck.rollbacks, m->trims,
+			 (unsigned long long)m->trimmed);
 }
 
 /*
@@ -716,6 +720,8 @@ static void trim_reply(struct vmm *m, char *reply, size_t len)
 		return;
 	}
 	m->trim_left = tr.scanned - tr.dropped;
+	m->trims++;
+	m->trimmed += tr.dropped;
 	snprintf(reply, len, "OK trim scanned=%llu dropped=%llu us=%llu",
 		 (unsigned long long)tr.scanned,
 		 (unsigned long long)tr.dropped,
