@@ -717,6 +717,22 @@ static int cube_clone_mmap(struct file *file, struct vm_area_struct *vma)
 }
 
 /*
+ * Drop the clone's private @page at @index, locked by the caller, under
+ * @lock: the offset reads the snapshot again (never seen), the page is
+ * unlocked and the clone's reference released (mapped PTEs keep theirs;
+ * zapping them is the caller's).
+ */
+static void cube_clone_drop(struct cube_clone *clone, pgoff_t index,
+			    struct page *page)
+{
+	xa_cmpxchg(&clone->pages, index, page, NULL, 0);
+	atomic64_dec(&clone->private_pages);
+	atomic64_dec(&cube_stats.private_pages);
+	unlock_page(page);
+	put_page(page);
+}
+
+/*
  * How many separate runs of offsets a reset zaps one by one; past that the
  * rest is zapped as one span (each zap is an MMU-notifier round trip).
  */
@@ -768,11 +784,7 @@ static void cube_clone_reset(struct cube_clone *clone, u64 keep, u64 *kept,
 			(*kept)++;
 			continue;
 		}
-		xa_cmpxchg(&clone->pages, index, page, NULL, 0);
-		atomic64_dec(&clone->private_pages);
-		atomic64_dec(&cube_stats.private_pages);
-		unlock_page(page);
-		put_page(page);	/* mapped PTEs keep theirs */
+		cube_clone_drop(clone, index, page);
 		(*dropped)++;
 		if (index == end) {
 			end++;
@@ -866,11 +878,7 @@ static void cube_clone_trim(struct cube_clone *clone, u64 *scanned,
 			unlock_page(page);
 			continue;
 		}
-		xa_cmpxchg(&clone->pages, index, page, NULL, 0);
-		atomic64_dec(&clone->private_pages);
-		atomic64_dec(&cube_stats.private_pages);
-		unlock_page(page);
-		put_page(page);
+		cube_clone_drop(clone, index, page);
 		(*dropped)++;
 	}
 	mutex_unlock(&clone->lock);
