@@ -434,8 +434,8 @@ static void remove_dir(struct shim *s)
 	if (!s->dir[0])
 		return;
 	/*
-	 * The VMM deletes its checkpoints when it exits; a killed one left
-	 * its module snapshots recorded there.
+	 * The VMM deletes its checkpoints' module snapshots when it exits;
+	 * a killed one left them recorded there, with their files.
 	 */
 	snprintf(p, sizeof(p), "%s/" CUBE_CP_DIR, s->dir);
 	cube_checkpoints_release(p, err, sizeof(err));
@@ -597,7 +597,11 @@ static int start_vmm(struct shim *s)
 	snprintf(control, sizeof(control), "%s/control", s->dir);
 	snprintf(console, sizeof(console), "%s/console.log", s->dir);
 	snprintf(name, sizeof(name), "cube-%llu", (unsigned long long)s->id);
-	/* the memory is a clone of the module's: checkpoints can be taken */
+	/*
+	 * The memory is a clone of the module's: checkpoints can be taken.
+	 * Their files are made in root's directory by whoever asks for one
+	 * and passed with the request; the jailed VMM opens no file.
+	 */
 	snprintf(cpdir, sizeof(cpdir), "%s/" CUBE_CP_DIR, s->dir);
 	if (mkdir(cpdir, 0700) && errno != EEXIST) {
 		int e = errno;
@@ -619,8 +623,6 @@ static int start_vmm(struct shim *s)
 	argv[n++] = console;
 	argv[n++] = "--id";
 	argv[n++] = name;
-	argv[n++] = "--checkpoint-dir";
-	argv[n++] = cpdir;
 	/* its own uid and gid, its run directory as its root */
 	snprintf(jail_user, sizeof(jail_user), "%u:%u", s->jail_id, s->jail_id);
 	argv[n++] = "--jail-user";

@@ -145,3 +145,65 @@ out:
 	close(dfd);
 	return ret;
 }
+
+int cube_checkpoint_release(const char *dir, const char *name, char *err,
+			    size_t errlen)
+{
+	int dfd, dev, ret;
+
+	if (!cube_ckpt_name_ok(name))
+		return -EINVAL;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	dev = open("/dev/" CUBE_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	ret = release_one(dev, dfd, name, err, errlen);
+	if (dev >= 0)
+		close(dev);
+	close(dfd);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+int cube_checkpoint_files(const char *dir, const char *name, int fds[3])
+{
+	static const char *const files[3] = {
+		CUBE_CKPT_REC_FILE, CUBE_CKPT_STATE_FILE, CUBE_CKPT_DISK_FILE,
+	};
+	int dfd, cfd = -1, ret = 0, i;
+
+	fds[0] = fds[1] = fds[2] = -1;
+	if (!cube_ckpt_name_ok(name))
+		return -EINVAL;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0)
+		return -errno;
+	if (mkdirat(dfd, name, 0700)) {
+		ret = -errno;
+		close(dfd);
+		return ret;
+	}
+	cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+		     O_NOFOLLOW);
+	if (cfd < 0)
+		ret = -errno;
+	for (i = 0; !ret && i < 3; i++) {
+		fds[i] = openat(cfd, files[i], O_RDWR | O_CREAT | O_EXCL |
+				O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fds[i] < 0)
+			ret = -errno;
+	}
+	if (ret) {
+		for (i = 0; i < 3; i++) {
+			if (fds[i] >= 0) {
+				close(fds[i]);
+				unlinkat(cfd, files[i], 0);
+			}
+			fds[i] = -1;
+		}
+		unlinkat(dfd, name, AT_REMOVEDIR);
+	}
+	if (cfd >= 0)
+		close(cfd);
+	close(dfd);
+	return ret;
+}

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent_client.h"
+#include "cube_checkpoint.h"
 #include "cube_checkpoint_rec.h"
 #include "cube_runtime.h"
 #include "cube_sandbox_disk.h"
@@ -932,8 +933,8 @@ static uint64_t mono_us(void)
  * One checkpoint request to sandbox @id's VMM.  A VMM's "ERR" answer is
  * turned into an -errno by what it says, and into @err.
  */
-static int cp_request(uint64_t id, const char *req, char *reply, size_t len,
-		      char *err)
+static int cp_request(uint64_t id, const char *req, const int *fds, int nfds,
+		      char *reply, size_t len, char *err)
 {
 	char ctl[PATH_MAX];
 	const char *msg;
@@ -942,7 +943,7 @@ static int cp_request(uint64_t id, const char *req, char *reply, size_t len,
 	ret = cube_sandbox_path(ctl, sizeof(ctl), id, "control");
 	if (ret)
 		return ret;
-	ret = cube_control(ctl, req, reply, len);
+	ret = cube_control_fds(ctl, req, fds, nfds, reply, len);
 	if (ret == -ENOENT || ret == -ECONNREFUSED) {
 		cube_set_err(err, "no sandbox %llu", (unsigned long long)id);
 		return -ENOENT;
@@ -968,33 +969,135 @@ static int cp_request(uint64_t id, const char *req, char *reply, size_t len,
 	return -EIO;
 }
 
+/*
+ * The sandbox's checkpoint lock, held while a checkpoint is made, removed
+ * or rolled back to (flock, dropped with the fd): with @wait it waits for
+ * the holder, else -EBUSY.  The fd, or -errno with @err set.
+ */
+static int cp_lock(uint64_t id, bool wait, char *err)
+{
+	char path[PATH_MAX];
+	int fd, ret;
+
+	ret = cube_sandbox_path(path, sizeof(path), id, CUBE_CP_LOCK_FILE);
+	if (ret)
+		return ret;
+	/* the lock lives in the run directory: there is none when it is gone */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			cube_set_err(err, "no sandbox %llu", (unsigned long long)id);
+		else
+			cube_set_err(err, "sandbox %llu: %s: %s",
+				(unsigned long long)id, path, strerror(-ret));
+		return ret;
+	}
+	while (flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) {
+		if (errno == EINTR)
+			continue;
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		cube_set_err(err, "sandbox %llu: %s", (unsigned long long)id,
+			ret == -EBUSY ? "busy: another rollback or checkpoint is under way" :
+			strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Whether sandbox @id's VMM has checkpoint @name: 1, 0 or -errno. */
+static int cp_known(uint64_t id, const char *name, char *err)
+{
+	char (*v)[CUBE_CP_NAME_MAX] = NULL;
+	size_t n = 0, i;
+	int ret;
+
+	ret = cube_sandbox_cp_list(id, &v, &n, err);
+	if (ret)
+		return ret;
+	for (i = 0; i < n && strcmp(v[i], name); i++)
+		;
+	free(v);
+	return i < n;
+}
+
 int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
 			   uint64_t *pages, char *err)
 {
 	char req[128], reply[512], got[CUBE_CP_NAME_MAX];
+	char dir[PATH_MAX], path[PATH_MAX + 96];
 	unsigned long long p;
+	int ret, lock, i, fds[3];
+	struct stat st;
 	unsigned int m;
-	int ret;
 
 	if (!cube_cp_name_valid(name)) {
 		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
 		return -EINVAL;
 	}
-	snprintf(req, sizeof(req), "checkpoint %s\n", name);
-	ret = cp_request(id, req, reply, sizeof(reply), err);
+	ret = cube_sandbox_path(dir, sizeof(dir), id, CUBE_CP_DIR);
 	if (ret)
 		return ret;
-	if (sscanf(reply, "OK checkpoint %64s %u ms pages=%llu", got, &m,
-		   &p) != 3) {
+	lock = cp_lock(id, true, err);
+	if (lock < 0)
+		return lock;
+	/*
+	 * The VMM opens no file: its files are made here and passed.  A
+	 * directory of the name that the VMM does not know was left by a
+	 * caller that died before it could clean up: it goes.
+	 */
+	ret = cube_checkpoint_files(dir, name, fds);
+	if (ret == -EEXIST) {
+		ret = cp_known(id, name, err);
+		if (ret < 0)
+			goto out;
+		if (ret > 0) {
+			cube_set_err(err, "sandbox %llu: checkpoint %s exists",
+				(unsigned long long)id, name);
+			ret = -EEXIST;
+			goto out;
+		}
+		ret = cube_checkpoint_release(dir, name, reply, sizeof(reply));
+		if (!ret)
+			ret = cube_checkpoint_files(dir, name, fds);
+	}
+	if (ret == -ENOENT) {
+		cube_set_err(err, "no sandbox %llu", (unsigned long long)id);
+		goto out;
+	}
+	if (ret) {
+		cube_set_err(err, "sandbox %llu: the files of checkpoint %s: %s",
+			(unsigned long long)id, name, strerror(-ret));
+		goto out;
+	}
+	snprintf(req, sizeof(req), "checkpoint %s\n", name);
+	ret = cp_request(id, req, fds, 3, reply, sizeof(reply), err);
+	if (!ret && sscanf(reply, "OK checkpoint %64s %u ms pages=%llu", got,
+			   &m, &p) != 3) {
 		cube_set_err(err, "sandbox %llu: unexpected answer: %s",
 			(unsigned long long)id, reply);
-		return -EPROTO;
+		ret = -EPROTO;
 	}
+	for (i = 0; i < 3; i++)
+		close(fds[i]);
+	if (ret) {
+		/* the VMM made no checkpoint: its record names no snapshot */
+		if (ret != -EPROTO)
+			cube_checkpoint_release(dir, name, reply, sizeof(reply));
+		goto out;
+	}
+	/* a VM without a disk left its copy empty */
+	snprintf(path, sizeof(path), "%s/%s/" CUBE_CKPT_DISK_FILE, dir, name);
+	if (!stat(path, &st) && !st.st_size)
+		unlink(path);
 	if (ms)
 		*ms = m;
 	if (pages)
 		*pages = p;
-	return 0;
+out:
+	close(lock);
+	return ret;
 }
 
 int cube_sandbox_cp_list(uint64_t id, char (**out)[CUBE_CP_NAME_MAX],
@@ -1005,7 +1108,8 @@ int cube_sandbox_cp_list(uint64_t id, char (**out)[CUBE_CP_NAME_MAX],
 	size_t cnt = 0;
 	int ret;
 
-	ret = cp_request(id, "checkpoints\n", reply, sizeof(reply), err);
+	ret = cp_request(id, "checkpoints\n", NULL, 0, reply, sizeof(reply),
+			 err);
 	if (ret)
 		return ret;
 	for (tok = strtok_r(reply + 2, " ", &save); tok;
@@ -1029,14 +1133,26 @@ int cube_sandbox_cp_list(uint64_t id, char (**out)[CUBE_CP_NAME_MAX],
 
 int cube_sandbox_cp_remove(uint64_t id, const char *name, char *err)
 {
-	char req[128], reply[256];
+	char req[128], reply[256], dir[PATH_MAX];
+	int ret, lock;
 
 	if (!cube_cp_name_valid(name)) {
 		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
 		return -EINVAL;
 	}
+	ret = cube_sandbox_path(dir, sizeof(dir), id, CUBE_CP_DIR);
+	if (ret)
+		return ret;
+	lock = cp_lock(id, true, err);
+	if (lock < 0)
+		return lock;
 	snprintf(req, sizeof(req), "checkpoint-rm %s\n", name);
-	return cp_request(id, req, reply, sizeof(reply), err);
+	ret = cp_request(id, req, NULL, 0, reply, sizeof(reply), err);
+	/* its files, which the VMM did not make, or a dead caller's */
+	if (!ret || ret == -ENOENT)
+		cube_checkpoint_release(dir, name, reply, sizeof(reply));
+	close(lock);
+	return ret;
 }
 
 /*
@@ -1121,7 +1237,7 @@ static int rollback_setup_guest(uint64_t id, char *err)
 int cube_sandbox_rollback(uint64_t id, const char *name,
 			  struct cube_rollback *r, char *err)
 {
-	char path[PATH_MAX], req[128], reply[512];
+	char req[128], reply[512];
 	unsigned long long us, pages;
 	uint64_t t0 = mono_us();
 	int fd, ret;
@@ -1130,31 +1246,12 @@ int cube_sandbox_rollback(uint64_t id, const char *name,
 		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
 		return -EINVAL;
 	}
-	ret = cube_sandbox_path(path, sizeof(path), id, CUBE_CP_LOCK_FILE);
-	if (ret)
-		return ret;
-	/* the lock lives in the run directory: there is none when it is gone */
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		ret = -errno;
-		if (ret == -ENOENT)
-			cube_set_err(err, "no sandbox %llu", (unsigned long long)id);
-		else
-			cube_set_err(err, "sandbox %llu: %s: %s",
-				(unsigned long long)id, path, strerror(-ret));
-		return ret;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		cube_set_err(err, "sandbox %llu: %s", (unsigned long long)id,
-			ret == -EBUSY ? "busy: another rollback is under way" :
-			strerror(-ret));
-		close(fd);
-		return ret;
-	}
+	fd = cp_lock(id, false, err);
+	if (fd < 0)
+		return fd;
 	snprintf(req, sizeof(req), name ? "rollback %s\n" : "rollback\n",
 		 name);
-	ret = cp_request(id, req, reply, sizeof(reply), err);
+	ret = cp_request(id, req, NULL, 0, reply, sizeof(reply), err);
 	if (ret)
 		goto out;
 	memset(r, 0, sizeof(*r));

@@ -92,6 +92,14 @@ static struct ckpt *find(struct ckpt_set *s, const char *name, unsigned int *idx
 	return NULL;
 }
 
+/* The files of a checkpoint passed with its request (see checkpoint.h). */
+static const char *check_fds(const int *fds, int nfds)
+{
+	if (nfds != CKPT_FDS)
+		return "pass the record, state and disk files, three descriptors";
+	return check_rw_files(fds, nfds);
+}
+
 /* Remove DIR/name and what it holds of ours; 0 or -errno. */
 static int remove_dir(struct ckpt_set *s, const char *name)
 {
@@ -132,12 +140,48 @@ static int write_file(int dfd, const char *name, const char *tmp,
 	return ret;
 }
 
+/* The file passed as fd holds exactly buf, on disk; 0 or -errno. */
+static int put_file(int fd, const void *buf, size_t len)
+{
+	int ret = 0;
+
+	if (ftruncate(fd, 0))
+		return -errno;
+	ret = pwrite_full(fd, buf, len, 0);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * The live disk's copy: into a new DIR/disk.img (dfd), or into the file
+ * disk_fd passed with the request (emptied; left empty without a disk).
+ */
+static int save_disk(struct ckpt_set *s, int dfd, int disk_fd, char *err,
+		     size_t errlen)
+{
+	struct virtio_mmio *t = s->vm->devs[VM_DEV_DISK];
+	int ret;
+
+	if (disk_fd < 0)
+		return snapshot_save_disk(s->vm, dfd, err, errlen);
+	if (ftruncate(disk_fd, 0))
+		return serr(err, errlen, -errno, "disk file: %s",
+			    strerror(errno));
+	if (!t)
+		return 0;
+	ret = cube_disk_copy(virtio_blk_fd(t), disk_fd, virtio_blk_size(t));
+	if (ret)
+		serr(err, errlen, ret, "copying the disk: %s", strerror(-ret));
+	return ret;
+}
+
 /*
  * The paused part: the state, the module snapshot of the clone and the
  * disk's copy into directory dfd, with every device locked so no device
  * thread writes guest memory or the disk in between.
  */
-static int take(struct ckpt_set *s, int dfd, struct snap_buf *b,
+static int take(struct ckpt_set *s, int dfd, int disk_fd, struct snap_buf *b,
 		uint64_t *id, char *err, size_t errlen)
 {
 	struct cube_snapshot_create sc = {
@@ -158,7 +202,7 @@ static int take(struct ckpt_set *s, int dfd, struct snap_buf *b,
 		snap_buf_free(b);
 	}
 	if (!ret) {
-		ret = snapshot_save_disk(s->vm, dfd, err, errlen);
+		ret = save_disk(s, dfd, disk_fd, err, errlen);
 		if (ret)
 			snap_buf_free(b);
 	}
@@ -176,18 +220,23 @@ static void del_snapshot(struct ckpt_set *s, uint64_t id)
 	ioctl(s->dev_fd, CUBE_IOC_SNAPSHOT_DELETE, &del);
 }
 
-void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
-		     size_t len)
+void ckpt_checkpoint(struct ckpt_set *s, const char *name, const int *fds,
+		     int nfds, char *reply, size_t len)
 {
 	struct cube_snapshot_info info = { 0 };
 	struct snap_buf b = { 0 };
 	char err[256], rec[96];
 	struct ckpt *c = NULL;
 	uint64_t t0, id = 0;
+	const char *bad;
 	int dfd = -1, ret, n;
 
-	if (s->dir_fd < 0) {
-		snprintf(reply, len, "ERR no --checkpoint-dir");
+	if (nfds && (bad = check_fds(fds, nfds))) {
+		snprintf(reply, len, "ERR %s", bad);
+		return;
+	}
+	if (!nfds && s->dir_fd < 0) {
+		snprintf(reply, len, "ERR no --checkpoint-dir (or pass the record, state and disk files)");
 		return;
 	}
 	if (!name || !cube_ckpt_name_ok(name)) {
@@ -213,8 +262,10 @@ void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
 		return;
 	}
 	c->st.mem_fd = -1;
+	c->disk_fd = -1;
+	c->in_dir = !nfds;
 	snprintf(c->name, sizeof(c->name), "%s", name);
-	if (mkdirat(s->dir_fd, name, 0700)) {
+	if (c->in_dir && mkdirat(s->dir_fd, name, 0700)) {
 		if (errno == EEXIST)
 			snprintf(reply, len, "ERR checkpoint %s exists", name);
 		else
@@ -223,15 +274,18 @@ void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
 		free(c);
 		return;
 	}
-	dfd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-		     O_NOFOLLOW);
-	if (dfd < 0) {
-		ret = serr(err, sizeof(err), -errno, "%s: %s", name,
-			   strerror(errno));
-		goto fail;
+	if (c->in_dir) {
+		dfd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY |
+			     O_CLOEXEC | O_NOFOLLOW);
+		if (dfd < 0) {
+			ret = serr(err, sizeof(err), -errno, "%s: %s", name,
+				   strerror(errno));
+			goto fail;
+		}
 	}
 	t0 = now_us();
-	ret = take(s, dfd, &b, &id, err, sizeof(err));
+	ret = take(s, dfd, nfds ? fds[CKPT_FD_DISK] : -1, &b, &id, err,
+		   sizeof(err));
 	if (ret)
 		goto fail;
 	n = (now_us() - t0 + 500) / 1000;
@@ -246,10 +300,14 @@ void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
 	c->rec.size = info.size;
 	/* The record first: from now on a killed VMM's snapshot is found. */
 	ret = cube_ckpt_rec_format(&c->rec, rec, sizeof(rec));
-	if (ret >= 0)
+	if (ret >= 0 && nfds)
+		ret = put_file(fds[CKPT_FD_REC], rec, ret);
+	else if (ret >= 0)
 		ret = write_file(dfd, CUBE_CKPT_REC_FILE, CUBE_CKPT_REC_TMP,
 				 rec, ret);
-	if (!ret)
+	if (!ret && nfds)
+		ret = put_file(fds[CKPT_FD_STATE], b.data, b.len);
+	else if (!ret)
 		ret = write_file(dfd, CUBE_CKPT_STATE_FILE,
 				 CUBE_CKPT_STATE_FILE ".tmp", b.data, b.len);
 	if (ret) {
@@ -258,10 +316,29 @@ void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
 		goto fail;
 	}
 	/* What a rollback loads is what the file says, checked now. */
-	ret = snapshot_read_state(dfd, &c->st, err, sizeof(err));
+	if (nfds)
+		ret = snapshot_read_state_fd(fds[CKPT_FD_STATE], &c->st, err,
+					     sizeof(err));
+	else
+		ret = snapshot_read_state(dfd, &c->st, err, sizeof(err));
 	if (ret)
 		goto fail;
-	close(dfd);
+	/* Its disk is held from now: a rollback opens nothing. */
+	if (s->vm->devs[VM_DEV_DISK]) {
+		if (nfds)
+			c->disk_fd = fcntl(fds[CKPT_FD_DISK], F_DUPFD_CLOEXEC, 3);
+		else
+			c->disk_fd = openat(dfd, CUBE_DISK_FILE, O_RDONLY |
+					    O_CLOEXEC | O_NOFOLLOW);
+		if (c->disk_fd < 0) {
+			ret = serr(err, sizeof(err), -errno, "%s: %s",
+				   CUBE_DISK_FILE, strerror(errno));
+			snapshot_close(&c->st);
+			goto fail;
+		}
+	}
+	if (dfd >= 0)
+		close(dfd);
 	snap_buf_free(&b);
 	s->c[s->nr++] = c;
 	s->checkpoints++;
@@ -273,7 +350,11 @@ fail:
 		close(dfd);
 	if (id)
 		del_snapshot(s, id);
-	remove_dir(s, name);
+	/* the record passed names no snapshot; the caller removes its files */
+	if (nfds)
+		ftruncate(fds[CKPT_FD_REC], 0);
+	else
+		remove_dir(s, name);
 	snap_buf_free(&b);
 	free(c);
 	snprintf(reply, len, "ERR checkpoint %s: %s", name, err);
@@ -301,7 +382,11 @@ void ckpt_list(struct ckpt_set *s, char *reply, size_t len)
 static void ckpt_free(struct ckpt_set *s, struct ckpt *c)
 {
 	del_snapshot(s, c->rec.id);
-	remove_dir(s, c->name);
+	/* files passed with the request are their sender's to remove */
+	if (c->in_dir)
+		remove_dir(s, c->name);
+	if (c->disk_fd >= 0)
+		close(c->disk_fd);
 	snapshot_close(&c->st);
 	free(c);
 }
@@ -373,20 +458,19 @@ static int swap_memory(struct ckpt_set *s, int new_fd, uint64_t old_id,
 }
 
 /*
- * The disk of a rollback's target, opened before anything is touched:
- * DIR/NAME/disk.img of a checkpoint, the restore snapshot's disk.img
- * opened at start-up for "@restore".  -1 for a VM without a disk; -2 with
- * err set when the target's disk cannot be had.
+ * The disk of a rollback's target (NULL: the restore snapshot), held since
+ * it was taken: a checkpoint's copy, or the restore snapshot's disk.img
+ * opened at start-up.  -1 for a VM without a disk; -2 with err set when
+ * the target's disk cannot be had.
  */
-static int target_disk(struct ckpt_set *s, const char *name,
+static int target_disk(struct ckpt_set *s, const struct ckpt *c,
 		       const struct snap_restore *st, char *err, size_t errlen)
 {
 	struct stat sb;
-	int dfd, fd;
 
 	if (!s->vm->devs[VM_DEV_DISK])
 		return -1;
-	if (!name) {
+	if (!c) {
 		if (s->base_disk_fd < 0) {
 			serr(err, errlen, 0, "no usable %s of the restore snapshot at start (missing, another size, or the live disk itself)",
 			     CUBE_DISK_FILE);
@@ -394,26 +478,13 @@ static int target_disk(struct ckpt_set *s, const char *name,
 		}
 		return s->base_disk_fd;
 	}
-	dfd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-		     O_NOFOLLOW);
-	if (dfd < 0) {
-		serr(err, errlen, 0, "%s: %s", name, strerror(errno));
-		return -2;
-	}
-	fd = openat(dfd, CUBE_DISK_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	close(dfd);
-	if (fd < 0) {
-		serr(err, errlen, 0, "%s: %s", CUBE_DISK_FILE, strerror(errno));
-		return -2;
-	}
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) ||
+	if (c->disk_fd < 0 || fstat(c->disk_fd, &sb) || !S_ISREG(sb.st_mode) ||
 	    (uint64_t)sb.st_size != st->disk.size) {
-		close(fd);
 		serr(err, errlen, 0, "%s is not the checkpoint's disk",
 		     CUBE_DISK_FILE);
 		return -2;
 	}
-	return fd;
+	return c->disk_fd;
 }
 
 /*
@@ -439,6 +510,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 {
 	struct cube_clone_counters cc;
 	struct snap_restore *st;
+	struct ckpt *c = NULL;
 	const char *target;
 	bool was_paused;
 	uint64_t id, t0, t_mem, t_state, pages, kept;
@@ -454,8 +526,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 		return;
 	}
 	if (name) {
-		struct ckpt *c = find(s, name, NULL);
-
+		c = find(s, name, NULL);
 		if (!c) {
 			snprintf(reply, len, "ERR no checkpoint %s", name);
 			return;
@@ -473,7 +544,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 		snprintf(reply, len, "ERR rollback %s: %s", target, err);
 		return;
 	}
-	disk_fd = target_disk(s, name, st, err, sizeof(err));
+	disk_fd = target_disk(s, c, st, err, sizeof(err));
 	if (disk_fd == -2) {
 		snprintf(reply, len, "ERR rollback %s: %s", target, err);
 		return;
@@ -481,7 +552,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 	if (ioctl(*s->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc)) {
 		snprintf(reply, len, "ERR rollback %s: CUBE_IOC_CLONE_COUNTERS: %s",
 			 target, strerror(errno));
-		goto out;
+		return;
 	}
 	if (cc.snapshot_id != id && id == s->base_id && s->base_spare_fd >= 0) {
 		/* Never mapped, or reset when it became the spare. */
@@ -493,7 +564,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 		if (new_fd < 0) {
 			snprintf(reply, len, "ERR rollback %s: CUBE_IOC_CLONE_CREATE: %s",
 				 target, strerror(errno));
-			goto out;
+			return;
 		}
 	}
 	t0 = now_us();
@@ -512,7 +583,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 			close(new_fd);
 		snprintf(reply, len, "ERR rollback %s: guest memory: %s",
 			 target, strerror(-ret));
-		goto out;
+		return;
 	}
 	/* The disk of the same instant as the memory. */
 	if (disk_fd >= 0) {
@@ -538,7 +609,7 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 				target, err);
 		snprintf(reply, len, "ERR rollback %s: %s (the VM stops)",
 			 target, err);
-		goto out;
+		return;
 	}
 	if (!was_paused)
 		vm_resume(s->vm);
@@ -553,9 +624,6 @@ void ckpt_rollback(struct ckpt_set *s, const char *name, char *reply,
 		 (unsigned long long)kept,
 		 (unsigned long long)(t_mem - t0),
 		 (unsigned long long)(t_state - t_mem));
-out:
-	if (disk_fd >= 0 && disk_fd != s->base_disk_fd)
-		close(disk_fd);
 }
 
 void ckpt_fini(struct ckpt_set *s)

@@ -5,8 +5,10 @@
  *
  * A checkpoint is a module snapshot of the live clone (its private pages
  * copied, the rest shared) plus the vCPU and device state, kept in memory
- * and written to --checkpoint-dir/NAME/ (lib/cube_checkpoint_rec.h), with
- * a copy of the writable disk (disk.img) when the VM has one.  A
+ * and written (lib/cube_checkpoint_rec.h) either to --checkpoint-dir/NAME/
+ * or, as a jailed VMM must, into the record, state and disk files passed
+ * with the request (CKPT_FD_*), with a copy of the writable disk when the
+ * VM has one (held open for rollbacks: a rollback opens nothing).  A
  * rollback to the snapshot the VM was restored from resets the clone; to a
  * checkpoint, maps a new clone of its snapshot over the guest memory; the
  * disk is put back from the target's disk.img.
@@ -24,12 +26,22 @@
 
 #define CKPT_MAX		16
 
+/* The descriptors a "checkpoint NAME" request may pass, in this order. */
+enum {
+	CKPT_FD_REC,		/* the record (CUBE_CKPT_REC_FILE) */
+	CKPT_FD_STATE,		/* the state */
+	CKPT_FD_DISK,		/* the disk's copy; left empty without one */
+	CKPT_FDS
+};
+
 struct vm;
 
 struct ckpt {
 	char name[CUBE_CKPT_NAME_MAX + 1];
 	struct cube_ckpt_rec rec;
 	struct snap_restore st;		/* its state, parsed */
+	int disk_fd;			/* its disk's copy, -1: no disk */
+	bool in_dir;			/* its files are ours in dir_fd */
 };
 
 struct ckpt_set {
@@ -71,8 +83,8 @@ struct ckpt_set {
  */
 int ckpt_init(struct ckpt_set *s, const char *dir, char *err, size_t errlen);
 /* The control requests; each writes its one-line reply. */
-void ckpt_checkpoint(struct ckpt_set *s, const char *name, char *reply,
-		     size_t len);
+void ckpt_checkpoint(struct ckpt_set *s, const char *name, const int *fds,
+		     int nfds, char *reply, size_t len);
 void ckpt_list(struct ckpt_set *s, char *reply, size_t len);
 void ckpt_remove(struct ckpt_set *s, const char *name, char *reply,
 		 size_t len);

@@ -38,16 +38,12 @@ int jail_rlimits(uint64_t fsize);
 
 /*
  * The sandbox's own user and root: what a VMM may still reach by name
- * once set up.  @root is the sandbox's run directory; @dir_fd, if not
- * negative, an open directory inside it (the checkpoints) that the user
- * gets to own, reopened through the jail so ".." cannot leave it.
+ * once set up.  @root is the sandbox's run directory.
  */
 struct jail_user {
 	const char *root;
 	uid_t uid;
 	gid_t gid;
-	int *dir_fd;
-	const char *dir;	/* @dir_fd's path, inside @root */
 };
 
 /*
@@ -95,13 +91,16 @@ int jail_vcpu_enter(struct vcpu *vcpu);
 void jail_test_hook(const char *thread, int vm_fd);
 /*
  * CUBE_VMM_TEST_CALL=escape, main thread: what a compromised VMM would try
- * once jailed: open, write, connect to and signal what
+ * once jailed and filtered: open, write, connect to and signal what
  * CUBE_VMM_TEST_TARGETS names (","-separated "read:PATH", "write:PATH",
  * "connect:PATH", "dirfds:RELPATH" through every directory fd held,
- * "kill:PID" last: the filter kills the VMM there), each
- * result logged as "test hook: escape <target>: <errno name or OK>".
+ * "kill:PID"; the filter kills the VMM at the first call it has not),
+ * each result logged as "test hook: escape <target>: <errno name or OK>".
+ * CUBE_VMM_TEST_CALL=escape-unfiltered makes the same tries before the
+ * process-wide filter is in (@filtered false): what the jail's other
+ * layers (namespaces, root, uid, Landlock) stop by themselves.
  */
-void jail_test_escape(void);
+void jail_test_escape(bool filtered);
 #endif
 
 #endif /* CUBE_VMM_JAIL_H */

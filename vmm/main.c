@@ -149,7 +149,9 @@ static void usage(FILE *f)
 "                       rollback [NAME]\n"
 "  --checkpoint-dir DIR existing directory of the checkpoints (DIR/NAME/: the\n"
 "                       vCPU and device state, the id of the cube.ko snapshot\n"
-"                       of the memory); a restore onto a cube clone only.\n"
+"                       of the memory), unless the request passes the record,\n"
+"                       state and disk files (a jailed VMM: always); a\n"
+"                       restore onto a cube clone only.\n"
 "                       \"checkpoint NAME\" saves the running VM in place,\n"
 "                       \"rollback NAME\" returns it there, \"rollback\" to the\n"
 "                       restored snapshot (same process, same VM); at most\n"
@@ -177,9 +179,9 @@ static void usage(FILE *f)
 "  --jail-user UID:GID  once set up, run as UID:GID (neither 0) in new mount,\n"
 "                       pid, IPC and network namespaces whose root is\n"
 "                       --jail-root DIR (the sandbox's run directory); a\n"
-"                       snapshot then goes only into files passed with the\n"
-"                       request, and no file opens by name but beneath\n"
-"                       --checkpoint-dir (Landlock)\n"
+"                       snapshot or checkpoint then goes only into files\n"
+"                       passed with the request, and no file opens by name\n"
+"                       (seccomp, Landlock)\n"
 "  --jail-root DIR      the jail's root, needs --jail-user\n"
 "  --stats              print VM exit (and network) counts and times at the end\n"
 "  -v, --verbose        more messages\n"
@@ -410,6 +412,10 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		pr_err("--jail-root: '%s' is not an absolute path", o->jail_root);
 		return -1;
 	}
+	if (o->jail_root && o->checkpoint_dir) {
+		pr_err("--checkpoint-dir: a jailed VMM opens no file by name (checkpoint requests pass their files)");
+		return -1;
+	}
 	return 0;
 }
 
@@ -603,22 +609,9 @@ out:
 /* The files a snapshot request passed: regular, writable, three apart. */
 static const char *check_snapshot_fds(const int *fds, int nfds)
 {
-	struct stat st[SNAP_FDS];
-	int i, j, mode;
-
 	if (nfds != SNAP_FDS)
 		return "pass the state, memory and disk files, three descriptors";
-	for (i = 0; i < SNAP_FDS; i++) {
-		mode = fcntl(fds[i], F_GETFL);
-		if (fstat(fds[i], &st[i]) || !S_ISREG(st[i].st_mode) ||
-		    mode < 0 || (mode & O_ACCMODE) != O_RDWR)
-			return "a descriptor passed is not a regular file open read-write";
-		for (j = 0; j < i; j++)
-			if (st[i].st_dev == st[j].st_dev &&
-			    st[i].st_ino == st[j].st_ino)
-				return "the files passed are not three different files";
-	}
-	return NULL;
+	return check_rw_files(fds, nfds);
 }
 
 /*
@@ -770,8 +763,7 @@ static int enter_jail(struct vmm *m)
 {
 	struct jail_user j = {
 		.root = m->o.jail_root, .uid = m->o.jail_uid,
-		.gid = m->o.jail_gid, .dir_fd = &m->ck.dir_fd,
-		.dir = m->o.checkpoint_dir,
+		.gid = m->o.jail_gid,
 	};
 	size_t rl = strlen(m->o.jail_root);
 	const char *what = "";
@@ -842,7 +834,8 @@ static void control_request(void *arg, char *req, const int *fds, int nfds,
 	} else if (!strcmp(cmd, "trim") && !a1) {
 		trim_reply(m, reply, len);
 	} else if (!strcmp(cmd, "checkpoint")) {
-		ckpt_checkpoint(&m->ck, more ? NULL : a1, reply, len);
+		ckpt_checkpoint(&m->ck, more ? NULL : a1, fds, nfds, reply,
+				len);
 	} else if (!strcmp(cmd, "checkpoints") && !a1) {
 		ckpt_list(&m->ck, reply, len);
 	} else if (!strcmp(cmd, "checkpoint-rm")) {
@@ -1228,9 +1221,9 @@ static int run(struct vmm *m)
 		ret = EXIT_ERROR;
 		goto out;
 	}
-	/* jailed: no file by name but beneath the checkpoint directory */
+	/* jailed: no file by name at all (its files are passed to it) */
 	if (m->o.jail_root) {
-		ret = jail_landlock(m->ck.dir_fd);
+		ret = jail_landlock(-1);
 		if (ret < 0) {
 			pr_err("cannot set up the jail (Landlock): %s",
 			       strerror(-ret));
@@ -1246,6 +1239,9 @@ static int run(struct vmm *m)
 		ret = EXIT_ERROR;
 		goto out;
 	}
+#ifdef CUBE_VMM_TEST_HOOKS
+	jail_test_escape(false);
+#endif
 	ret = EXIT_ERROR;
 	if (vsock_start(vm->devs[VM_DEV_VSOCK]) ||
 	    (vm->devs[VM_DEV_NET] && virtio_net_start(vm->devs[VM_DEV_NET])) ||
@@ -1255,7 +1251,8 @@ static int run(struct vmm *m)
 	}
 	/* every thread's list; each vCPU adds its own before it first runs */
 	if (!m->o.no_seccomp &&
-	    (ret = sandbox_seccomp(m->mem_shared, !!vm->devs[VM_DEV_DISK]))) {
+	    (ret = sandbox_seccomp(m->mem_shared, !!vm->devs[VM_DEV_DISK],
+				   !m->o.jail_root))) {
 		pr_err("cannot install the seccomp filter: %s (--no-seccomp runs without, for development)",
 		       strerror(-ret));
 		ret = EXIT_ERROR;
@@ -1263,7 +1260,7 @@ static int run(struct vmm *m)
 	}
 #ifdef CUBE_VMM_TEST_HOOKS
 	jail_test_hook("main", vm->vm_fd);
-	jail_test_escape();
+	jail_test_escape(true);
 #endif
 	pr_info("%s in %.1f ms", m->o.restore ? "restored" : "set up",
 		elapsed_ms(&m->t0));
@@ -1414,7 +1411,7 @@ int main(int argc, char **argv)
 	m.ck.keep_pages = m.o.rollback_keep_mib == UINT64_MAX ? UINT64_MAX :
 			  m.o.rollback_keep_mib << (20 - 12);
 	/* once jailed, it may not clone root's restore snapshot itself */
-	m.ck.want_spare = m.o.jail_root && m.o.checkpoint_dir;
+	m.ck.want_spare = m.o.jail_root;
 	{
 		char err2[256];
 

@@ -239,16 +239,24 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(rt_sigprocmask),
 	SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(madvise),
 	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(brk),
-	SCMP_SYS(mremap), SCMP_SYS(openat), SCMP_SYS(mkdir),
-	SCMP_SYS(mkdirat), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
+	SCMP_SYS(mremap), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
 	SCMP_SYS(statx), SCMP_SYS(lseek), SCMP_SYS(ftruncate),
-	SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(rename),
-	SCMP_SYS(renameat), SCMP_SYS(renameat2), SCMP_SYS(unlink),
-	SCMP_SYS(unlinkat), SCMP_SYS(getrandom), SCMP_SYS(clock_gettime),
+	SCMP_SYS(fsync), SCMP_SYS(fdatasync),
+	SCMP_SYS(getrandom), SCMP_SYS(clock_gettime),
 	SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),
 	SCMP_SYS(sched_yield), SCMP_SYS(restart_syscall), SCMP_SYS(fcntl),
 	SCMP_SYS(timerfd_settime), SCMP_SYS(alarm), SCMP_SYS(getrusage),
 	SCMP_SYS(rseq), SCMP_SYS(set_robust_list),
+};
+
+/*
+ * Files by name: snapshots and checkpoints into a directory.  A jailed
+ * VMM is given its files as descriptors instead, and has none of these.
+ */
+static const int path_syscalls[] = {
+	SCMP_SYS(openat), SCMP_SYS(mkdir), SCMP_SYS(mkdirat),
+	SCMP_SYS(rename), SCMP_SYS(renameat), SCMP_SYS(renameat2),
+	SCMP_SYS(unlink), SCMP_SYS(unlinkat),
 };
 
 static const unsigned long allowed_ioctls[] = {
@@ -300,7 +308,7 @@ static int allow_disk(scmp_filter_ctx ctx)
 	return ret;
 }
 
-int sandbox_seccomp(bool rollback, bool disk)
+int sandbox_seccomp(bool rollback, bool disk, bool paths)
 {
 	scmp_filter_ctx ctx;
 	unsigned int i;
@@ -316,6 +324,8 @@ int sandbox_seccomp(bool rollback, bool disk)
 	for (i = 0; !ret && i < ARRAY_SIZE(allowed_syscalls); i++)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
 				       allowed_syscalls[i], 0);
+	for (i = 0; paths && !ret && i < ARRAY_SIZE(path_syscalls); i++)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, path_syscalls[i], 0);
 	/* Only the KVM requests a running VM needs, and snapshots. */
 	for (i = 0; !ret && i < ARRAY_SIZE(allowed_ioctls); i++)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,

@@ -42,9 +42,10 @@ int sandbox_drop_caps(void);
 /*
  * Load the seccomp allow list for all threads; with rollback, also the
  * requests of checkpoints and rollbacks; with disk, what the writable
- * disk needs (holes punched, copies by reflink or copy_file_range).
- * 0 or -errno.
+ * disk needs (holes punched, copies by reflink or copy_file_range);
+ * with paths, opening, making, renaming and removing files by name (an
+ * unjailed VMM's snapshot and checkpoint directories).  0 or -errno.
  */
-int sandbox_seccomp(bool rollback, bool disk);
+int sandbox_seccomp(bool rollback, bool disk, bool paths);
 
 #endif /* CUBE_VMM_SANDBOX_H */

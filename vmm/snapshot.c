@@ -423,33 +423,23 @@ out:
 	return ret;
 }
 
-static int read_file(int dfd, const char *name, void **data, size_t *len,
-		     char *err, size_t errlen)
+/* All of the regular file fd (called name in errors) into *data. */
+static int read_fd(int fd, const char *name, void **data, size_t *len,
+		   char *err, size_t errlen)
 {
 	struct stat st;
 	void *p;
-	int fd, ret;
+	int ret;
 
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return snap_err(err, errlen, -errno, "cannot open %s: %s", name,
-				strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return snap_err(err, errlen, -EINVAL, "%s is not a regular file",
 				name);
-	}
-	if ((uint64_t)st.st_size > SNAP_MAX_FILE) {
-		close(fd);
+	if ((uint64_t)st.st_size > SNAP_MAX_FILE)
 		return snap_err(err, errlen, -EFBIG, "%s is too big", name);
-	}
 	p = malloc(st.st_size ? st.st_size : 1);
-	if (!p) {
-		close(fd);
+	if (!p)
 		return snap_err(err, errlen, -ENOMEM, "out of memory");
-	}
 	ret = pread_full(fd, p, st.st_size, 0);
-	close(fd);
 	if (ret) {
 		free(p);
 		return snap_err(err, errlen, ret, "reading %s: %s", name,
@@ -458,6 +448,20 @@ static int read_file(int dfd, const char *name, void **data, size_t *len,
 	*data = p;
 	*len = st.st_size;
 	return 0;
+}
+
+static int read_file(int dfd, const char *name, void **data, size_t *len,
+		     char *err, size_t errlen)
+{
+	int fd, ret;
+
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return snap_err(err, errlen, -errno, "cannot open %s: %s", name,
+				strerror(errno));
+	ret = read_fd(fd, name, data, len, err, errlen);
+	close(fd);
+	return ret;
 }
 
 static const struct snap_section *need(const struct snap_image *img,
@@ -591,6 +595,21 @@ int snapshot_read_state(int dfd, struct snap_restore *r, char *err,
 	memset(r, 0, sizeof(*r));
 	r->mem_fd = -1;
 	ret = read_file(dfd, "state", &r->file, &r->file_len, err, errlen);
+	if (!ret)
+		ret = parse_state(r, err, errlen);
+	if (ret)
+		snapshot_close(r);
+	return ret;
+}
+
+int snapshot_read_state_fd(int fd, struct snap_restore *r, char *err,
+			   size_t errlen)
+{
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->mem_fd = -1;
+	ret = read_fd(fd, "state", &r->file, &r->file_len, err, errlen);
 	if (!ret)
 		ret = parse_state(r, err, errlen);
 	if (ret)

@@ -89,6 +89,9 @@ int snapshot_save_disk(struct vm *vm, int dfd, char *err, size_t errlen);
 /* Read and check the state file "state" of directory dfd (no memory). */
 int snapshot_read_state(int dfd, struct snap_restore *r, char *err,
 			size_t errlen);
+/* The same from the state file open as fd (read from its start). */
+int snapshot_read_state_fd(int fd, struct snap_restore *r, char *err,
+			   size_t errlen);
 /* Whether r's state fits this VM's shape and devices: 0 or -EINVAL. */
 int snapshot_check_devs(struct vm *vm, const struct snap_restore *r,
 			char *err, size_t errlen);

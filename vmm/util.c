@@ -317,3 +317,23 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	*out = v;
 	return 0;
 }
+
+const char *check_rw_files(const int *fds, int nfds)
+{
+	struct stat st[8];
+	int i, j, mode;
+
+	if (nfds < 0 || nfds > 8)
+		return "too many descriptors passed";
+	for (i = 0; i < nfds; i++) {
+		mode = fcntl(fds[i], F_GETFL);
+		if (fstat(fds[i], &st[i]) || !S_ISREG(st[i].st_mode) ||
+		    mode < 0 || (mode & O_ACCMODE) != O_RDWR)
+			return "a descriptor passed is not a regular file open read-write";
+		for (j = 0; j < i; j++)
+			if (st[i].st_dev == st[j].st_dev &&
+			    st[i].st_ino == st[j].st_ino)
+				return "the files passed are not different files";
+	}
+	return NULL;
+}

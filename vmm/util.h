@@ -62,6 +62,11 @@ int pwrite_full(int fd, const void *buf, size_t len, off_t off);
  * them, moved to its start.  The new size, or -errno (then part moved).
  */
 long long file_keep_newest(int fd, uint64_t size, uint64_t keep);
+/*
+ * Whether the @nfds descriptors passed with a request are regular files
+ * open read-write, no two the same file: NULL, or what is wrong.
+ */
+const char *check_rw_files(const int *fds, int nfds);
 /* Parse a decimal unsigned in [min, max]; 0 or -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 

@@ -48,8 +48,9 @@ vm_pid() {
 }
 
 # the fds of process $1 (sandbox $2) that are none of what a VMM needs:
-# /dev/cube and its own checkpoint directory are for checkpoints (module
-# snapshots of its clone), its disk file for a template with a disk
+# /dev/cube is for checkpoints (module snapshots of its clone; their files
+# come with each request, so no directory is held), its disk file for a
+# template with a disk
 odd_fds() {
 	for fd in /proc/$1/fd/*; do
 		t=$(readlink "$fd") || continue
@@ -60,7 +61,6 @@ odd_fds() {
 		"anon_inode:[timerfd]"|socket:*|*cube-clone*|$T/rootfs.ext4|\
 		$CUBE_RUN_DIR/sandboxes/$2/vmm.log|\
 		$CUBE_RUN_DIR/sandboxes/$2/console.log|\
-		$CUBE_RUN_DIR/sandboxes/$2/checkpoints|/checkpoints|\
 		$CUBE_STATE_DIR/disks/$2.img) ;;
 		*) echo "${fd##*/}:$t" ;;
 		esac
@@ -142,7 +142,7 @@ check_vm() {
 
 JAIL_BASE=1073741824
 
-PLAN=23
+PLAN=24
 ktap_plan $PLAN
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
 if [ -z "$rootfs" ] || [ ! -c /dev/kvm ]; then
@@ -191,9 +191,11 @@ got=$([ -n "$did" ] && $C exec "$did" -- dd if=/dev/vda bs=4096 \
 	not_ok "a restore's disk is its template's, not its state file's" \
 		"sandbox '$did' read '$got' at the end of its disk"
 # A compromised VMM: cube-vmm-hooks runs the attacker's routine in its main
-# thread once the jail and its filters are in.  Each target is a host
-# file or socket it must not reach (read, written, connected to), or a
-# walk out of every directory it holds open.
+# thread once the jail is in, before the process-wide filter (so that
+# what the namespaces, root, uid and Landlock stop by themselves is seen).
+# Each target is a host file or socket it must not reach (read, written,
+# connected to), or a walk out of every directory it holds open (it
+# holds none: its checkpoints come as files with each request).
 echo secret-key > $T/api-keys
 chmod 600 $T/api-keys
 echo anyone-may-read > $T/public
@@ -212,9 +214,9 @@ read:/console.log=EACCES
 write:/escape=EACCES
 write:$T/escape=ENOENT
 read:/proc/1/environ=ENOENT
-dirfds:../../../../../../..$T/public=ENOENT"
+dirfds:../../../../../../..$T/public=NONE"
 targets=$(echo "$want" | sed 's/=[A-Z]*$//' | paste -sd,)
-eid=$(CUBE_VMM=./cube-vmm-hooks CUBE_VMM_TEST_CALL=escape \
+eid=$(CUBE_VMM=./cube-vmm-hooks CUBE_VMM_TEST_CALL=escape-unfiltered \
 	CUBE_VMM_TEST_TARGETS="$targets" $C create --template jt 2>&1)
 log=$CUBE_RUN_DIR/sandboxes/$eid/vmm.log
 grep 'test hook: escape' "$log" 2>/dev/null | sed 's/^/# /'
@@ -243,6 +245,16 @@ done
 [ -n "$vp" ] && [ -n "$sup" ] && ! kill -0 "$vp" 2>/dev/null &&
 	ok "the jailed VM dies with its supervisor" ||
 	not_ok "the jailed VM dies with its supervisor" "VM '$vp', supervisor '$sup'"
+
+# Filtered, it opens no file by name at all, even one it could read: the
+# filter kills it at openat(2) (exit status 128 + SIGSYS)
+out=$(CUBE_VMM=./cube-vmm-hooks CUBE_VMM_TEST_CALL=escape \
+	CUBE_VMM_TEST_TARGETS="read:/public-in-root" $C create --template jt 2>&1)
+rc=$?
+[ $rc != 0 ] && echo "$out" | grep -q 'exit status 159' &&
+	ok "a compromised VMM cannot open a file by name (killed at openat(2))" ||
+	not_ok "a compromised VMM cannot open a file by name (killed at openat(2))" \
+		"create: $rc '$out'"
 
 # ... nor signal a host process: the filter kills it at kill(2)
 sleep 300 &

@@ -37,6 +37,7 @@
 
 static struct vm vm;
 static bool with_disk;		/* the fake VM has a writable disk */
+static bool with_paths = true;	/* not jailed: files by name allowed */
 static const char *log_path;	/* stderr: this file, 4 KiB at most */
 static int log_flags;		/* opened with these */
 
@@ -226,7 +227,7 @@ static int stacked_call(const char *vcpu_call, const char *main_call)
 		if (pipe(s.go) || sandbox_drop_caps() || jail_vcpu_prepare(&vm) ||
 		    pthread_create(&t, NULL, stacked_vcpu, &s))
 			_exit(10);
-		if (sandbox_seccomp(false, with_disk))
+		if (sandbox_seccomp(false, with_disk, with_paths))
 			_exit(11);
 		if (write(s.go[1], "x", 1) != 1)
 			_exit(12);
@@ -265,6 +266,29 @@ TEST(vcpu_filter_stacks_on_the_process_list)
 	/* and what neither list has kills from any thread */
 	st = stacked_call("", "getppid");
 	EXPECT_KILLED(st, SIGSYS);
+}
+
+/*
+ * A jailed VMM is passed the files of its snapshots and checkpoints: its
+ * list has no call that names a file, which an unjailed one keeps.
+ */
+TEST(a_jailed_vmm_opens_no_file_by_name)
+{
+	static const char * const by_name[] = { "openat", "rename", "unlink" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(by_name) / sizeof(by_name[0]); i++) {
+		TH_LOG("%s", by_name[i]);
+		with_paths = true;
+		EXPECT_EXIT(stacked_call("", by_name[i]), 0);
+		with_paths = false;
+		EXPECT_KILLED(stacked_call("", by_name[i]), SIGSYS);
+	}
+	with_paths = true;
+	/* what it does with the fds it is passed stays allowed */
+	with_paths = false;
+	EXPECT_EXIT(stacked_call("", "fstat"), 0);
+	with_paths = true;
 }
 
 /*
@@ -359,7 +383,7 @@ TEST(rlimits)
 		    r.rlim_max != 64 * 1024)
 			_exit(13);
 		if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur != r.rlim_max ||
-		    r.rlim_cur != (rlim_t)before + 1024 + 8 + 16)
+		    r.rlim_cur != (rlim_t)before + 1024 + 8 + 16 + 16)
 			_exit(14);
 		/* past the size: EFBIG, and the process lives on */
 		for (i = 0; i < 17; i++) {

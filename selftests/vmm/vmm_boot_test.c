@@ -156,6 +156,16 @@ TEST(bad_options_refused)
 		EXPECT_TRUE(file_has(err, "--rollback-keep"));
 	}
 	{
+		/* a jailed VMM opens no file by name: its checkpoints neither */
+		const char *a[] = { "x", "--kernel", k, "--checkpoint-dir",
+				    dir, "--jail-user", "4096:4096",
+				    "--jail-root", dir, NULL };
+
+		st = run_args(a, err);
+		EXPECT_EXIT(st, 2);
+		EXPECT_TRUE(file_has(err, "--checkpoint-dir: a jailed VMM"));
+	}
+	{
 		const char *a[] = { "x", "--kernel", k, "--vcpus", "0", NULL };
 
 		st = run_args(a, err);

@@ -516,7 +516,8 @@ TEST(bad_requests_change_nothing)
 
 	/* No --checkpoint-dir; memory not on a clone. */
 	ASSERT_EQ(rvm_start(&w, dir, 1, snap, false, NULL), 0);
-	expect_err(&w, "checkpoint c", "ERR no --checkpoint-dir");
+	expect_err(&w, "checkpoint c",
+		   "ERR no --checkpoint-dir (or pass the record, state and disk files)");
 	EXPECT_EQ(rvm_stop(&w), 0);
 	ASSERT_EQ(rvm_start(&w, dir, 2, snap, true, "--no-cube"), 0);
 	expect_err(&w, "checkpoint c",
@@ -527,6 +528,125 @@ TEST(bad_requests_change_nothing)
 	get_value(&w, val, sizeof(val));
 	EXPECT_STREQ(val, "-");
 	EXPECT_EQ(rvm_stop(&w), 0);
+	rm_tree(dir);
+}
+
+/* A control request passing @nfds descriptors; its reply line. */
+static int control_fds(const char *path, const char *req, const int *fds,
+		       int nfds, char *reply, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} u = { 0 };
+	struct iovec iov = { .iov_base = (void *)req, .iov_len = strlen(req) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fd, r;
+
+	m.msg_control = u.buf;
+	m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+	CMSG_FIRSTHDR(&m)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(&m)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(&m)->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&m)), fds, sizeof(int) * nfds);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    sendmsg(fd, &m, 0) != (ssize_t)iov.iov_len ||
+	    write_all(fd, "\n", 1) ||
+	    read_line(fd, reply, len, 60000) < 0 ? -1 : 0;
+	close(fd);
+	return r;
+}
+
+static long long file_size(const char *dir, const char *name)
+{
+	char path[320];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
+static void mem_stats(struct cube_mem_stats *ms);
+
+/*
+ * A checkpoint into files passed with the request (as a jailed VMM, which
+ * opens no file, gets them; made by cube_checkpoint_files()): the VMM
+ * writes them and names nothing.  Bad descriptors are refused and change
+ * nothing; a removal leaves the files to their maker, whose release then
+ * finds no snapshot to delete.
+ */
+TEST(checkpoint_into_passed_files)
+{
+	char dir[128], snap[160], reply[256], val[80], cdir[256];
+	struct cube_mem_stats before, after;
+	struct rvm v;
+	int fds[3], bad[3], ro;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb9");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, false, NULL), 0);
+	ASSERT_EQ(set_value(&v, "in-files"), 0);
+	mem_stats(&before);
+	ASSERT_EQ(cube_checkpoint_files(v.ckdir, "f1", fds), 0);
+	EXPECT_EQ(cube_checkpoint_files(v.ckdir, "f1", bad), -EEXIST);
+	snprintf(cdir, sizeof(cdir), "%s/f1", v.ckdir);
+
+	ASSERT_EQ(control_fds(v.ctl, "checkpoint f1", fds, 2, reply,
+			      sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "ERR pass the record, state and disk files, three descriptors");
+	snprintf(val, sizeof(val), "/proc/self/fd/%d", fds[1]);
+	ro = open(val, O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(ro, 0);
+	bad[0] = fds[0], bad[1] = ro, bad[2] = fds[2];
+	ASSERT_EQ(control_fds(v.ctl, "checkpoint f1", bad, 3, reply,
+			      sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "ERR a descriptor passed is not a regular file open read-write");
+	close(ro);
+	bad[0] = fds[0], bad[1] = fds[0], bad[2] = fds[2];
+	ASSERT_EQ(control_fds(v.ctl, "checkpoint f1", bad, 3, reply,
+			      sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "ERR the files passed are not different files");
+	ASSERT_EQ(control_fds(v.ctl, "checkpoint ../f1", fds, 3, reply,
+			      sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "ERR bad checkpoint name");
+	ASSERT_EQ(control(v.ctl, "checkpoints", reply, sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "OK");
+	EXPECT_EQ(file_size(cdir, "cube-snapshot-id"), 0);
+	EXPECT_EQ(file_size(cdir, "state"), 0);
+
+	ASSERT_EQ(control_fds(v.ctl, "checkpoint f1", fds, 3, reply,
+			      sizeof(reply)), 0);
+	TH_LOG("%s", reply);
+	EXPECT_EQ(strncmp(reply, "OK checkpoint f1 ", 17), 0);
+	close(fds[0]);
+	close(fds[1]);
+	close(fds[2]);
+	EXPECT_GT(file_size(cdir, "cube-snapshot-id"), 0);
+	EXPECT_GT(file_size(cdir, "state"), 0);
+	EXPECT_EQ(file_size(cdir, "disk.img"), 0);	/* no disk */
+	ASSERT_EQ(set_value(&v, "later"), 0);
+	ASSERT_EQ(control(v.ctl, "rollback f1", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK rollback f1 ", 15), 0);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "in-files");
+
+	ASSERT_EQ(control(v.ctl, "checkpoint-rm f1", reply, sizeof(reply)), 0);
+	EXPECT_STREQ(reply, "OK removed f1");
+	EXPECT_EQ(dir_entries(cdir), 3);	/* its maker's to remove */
+	EXPECT_EQ(cube_checkpoint_release(v.ckdir, "f1", reply,
+					  sizeof(reply)), 0);
+	EXPECT_EQ(dir_entries(cdir), -1);
+	EXPECT_EQ(cube_checkpoint_release(v.ckdir, "f1", reply,
+					  sizeof(reply)), 0);
+	mem_stats(&after);
+	EXPECT_EQ(after.snapshots, before.snapshots);
+	get_value(&v, val, sizeof(val));
+	EXPECT_STREQ(val, "in-files");
+	EXPECT_EQ(rvm_stop(&v), 0);
 	rm_tree(dir);
 }
 
