@@ -130,7 +130,8 @@ void control_close(struct control *c)
 			client_close(&c->clients[i]);
 	if (c->listen_fd >= 0) {
 		close(c->listen_fd);
-		unlink(c->path);
+		if (!c->keep_path)
+			unlink(c->path);
 	}
 	c->listen_fd = -1;
 	free(c->path);

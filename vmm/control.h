@@ -28,6 +28,7 @@ struct control_client {
 struct control {
 	int listen_fd;
 	char *path;
+	bool keep_path;		/* jailed: the socket file is its root's */
 	struct control_client clients[CONTROL_MAX_CLIENTS];
 };
 

@@ -798,6 +798,8 @@ static int enter_jail(struct vmm *m)
 	vsock_rebase(m->vm.devs[VM_DEV_VSOCK], rl);
 	if (m->ctl.path)
 		memmove(m->ctl.path, m->ctl.path + rl, strlen(m->ctl.path + rl) + 1);
+	/* its sockets' files are the run directory's, root's to remove */
+	m->ctl.keep_path = true;
 	if (getpid() == 1)
 		signal(SIGALRM, backstop);
 	pr_info("jailed: uid %u gid %u, root %s", (unsigned)m->o.jail_uid,

@@ -79,6 +79,7 @@ struct vsock {
 	struct virtio_mmio t;
 	uint64_t guest_cid;
 	char *uds_path;
+	bool keep_path;		/* jailed: the socket file is its root's */
 	int listen_fd;
 	int epoll_fd;
 	int kick_fd;
@@ -915,6 +916,9 @@ void vsock_rebase(struct virtio_mmio *t, size_t root_len)
 	if (v && v->uds_path && strlen(v->uds_path) > root_len)
 		memmove(v->uds_path, v->uds_path + root_len,
 			strlen(v->uds_path + root_len) + 1);
+	/* the jail's user removes nothing; whoever made the root does */
+	if (v)
+		v->keep_path = true;
 }
 
 int vsock_start(struct virtio_mmio *t)
@@ -953,7 +957,8 @@ void vsock_destroy(struct virtio_mmio *t)
 			conn_free(v, &v->conns[i]);
 	if (v->listen_fd >= 0) {
 		close(v->listen_fd);
-		unlink(v->uds_path);
+		if (!v->keep_path)
+			unlink(v->uds_path);
 	}
 	if (v->epoll_fd >= 0)
 		close(v->epoll_fd);

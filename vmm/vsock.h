@@ -33,7 +33,8 @@ struct virtio_mmio *vsock_create(struct vm *vm, uint64_t base, uint32_t irq,
 int vsock_start(struct virtio_mmio *t);
 /*
  * Before vsock_start(), once the root is the jail's: the socket paths
- * lose their first @root_len bytes (the jail root's path).
+ * lose their first @root_len bytes (the jail root's path), and the
+ * listening socket's file is left to the root's owner at the end.
  */
 void vsock_rebase(struct virtio_mmio *t, size_t root_len);
 /*
