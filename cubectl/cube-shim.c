@@ -54,12 +54,14 @@
 #include "cube_net.h"
 #include "cube_runtime.h"
 #include "cube_sandbox_disk.h"
+#include "cube_vsock_broker.h"
 #include "nl_client.h"
 
 /* the VMM's inherited fds, after stdio (start_vmm()) */
 #define VMM_SANDBOX_FD	3
 #define VMM_TAP_FD	4
 #define VMM_DISK_FD	5
+#define VMM_BROKER_FD	6	/* guest-initiated vsock streams */
 
 struct shim {
 	char template_name[CUBE_NAME_MAX];
@@ -88,6 +90,7 @@ struct shim {
 	unsigned int jail_id;		/* the VMM's uid and gid */
 	pid_t vmm;
 	bool kill_requested;
+	struct cube_vsock_broker broker;	/* connects for the VMM */
 };
 
 static void report(struct shim *s, int err, const char *fmt, ...)
@@ -589,9 +592,9 @@ static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
 	char name[32], tapfd[16], sbfd[16], diskfd[16], cpdir[PATH_MAX + 16];
-	char jail_user[32];
+	char jail_user[32], brokerfd[16];
 	char **argv;
-	int i, n = 0;
+	int i, n = 0, broker = -1, ret;
 
 	snprintf(vsock, sizeof(vsock), "%s/vsock", s->dir);
 	snprintf(control, sizeof(control), "%s/control", s->dir);
@@ -647,18 +650,35 @@ static int start_vmm(struct shim *s)
 		argv[n++] = diskfd;
 	}
 	assert(n <= s->vmm_argc + SHIM_VMM_ARGS);
+	/*
+	 * A guest's connect to host port P reaches "<run dir>/vsock_P"
+	 * through us: the jailed VMM may neither make nor connect a socket.
+	 */
+	ret = cube_vsock_broker_start(&s->broker, vsock, &broker);
+	if (ret) {
+		free(argv);
+		report(s, -ret, "cannot start the vsock broker: %s",
+		       strerror(-ret));
+		return ret;
+	}
+	snprintf(brokerfd, sizeof(brokerfd), "%d", VMM_BROKER_FD);
+	argv[n++] = "--vsock-connect-fd";
+	argv[n++] = brokerfd;
+	assert(n <= s->vmm_argc + SHIM_VMM_ARGS);
 	argv[n] = NULL;
 
 	s->vmm = fork();
 	if (s->vmm < 0) {
+		ret = -errno;
 		free(argv);
-		report(s, errno, "cannot fork: %s", strerror(errno));
-		return -errno;
+		close(broker);
+		report(s, -ret, "cannot fork: %s", strerror(-ret));
+		return ret;
 	}
 	if (s->vmm == 0) {
 		char logp[PATH_MAX + 16];
 		sigset_t none;
-		int log, sb, tap = -1, disk = -1;
+		int log, sb, tap = -1, disk = -1, bk;
 
 		/*
 		 * The VMM's own messages, to tell why it failed: read-write,
@@ -679,6 +699,7 @@ static int start_vmm(struct shim *s)
 		 * after the shim is gone.
 		 */
 		sb = fcntl(s->sbfd, F_DUPFD_CLOEXEC, 16);
+		bk = fcntl(broker, F_DUPFD_CLOEXEC, 16);
 		if (s->net.tap_fd >= 0)
 			tap = fcntl(s->net.tap_fd, F_DUPFD_CLOEXEC, 16);
 		if (sb < 0 || dup2(sb, VMM_SANDBOX_FD) < 0)
@@ -691,7 +712,9 @@ static int start_vmm(struct shim *s)
 		if (s->disk_fd >= 0 &&
 		    (disk < 0 || dup2(disk, VMM_DISK_FD) < 0))
 			_exit(127);
-		if (close_range(VMM_DISK_FD + 1, ~0U, 0))
+		if (bk < 0 || dup2(bk, VMM_BROKER_FD) < 0)
+			_exit(127);
+		if (close_range(VMM_BROKER_FD + 1, ~0U, 0))
 			_exit(127);
 		if (s->net.tap_fd < 0)
 			close(VMM_TAP_FD);
@@ -704,6 +727,7 @@ static int start_vmm(struct shim *s)
 		_exit(127);
 	}
 	free(argv);
+	close(broker);			/* the VMM's end */
 	if (s->net.tap_fd >= 0) {
 		close(s->net.tap_fd);	/* the VMM's now */
 		s->net.tap_fd = -1;
@@ -909,7 +933,7 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 int main(int argc, char **argv)
 {
 	struct shim s = { .report_fd = -1, .sbfd = -1, .sfd = -1, .disk_fd = -1,
-			  .jail_lock_fd = -1,
+			  .jail_lock_fd = -1, .broker = { .fd = -1 },
 			  .net = { .netns_fd = -1, .tap_fd = -1 },
 			  .vcpus = CUBE_VCPUS_DEFAULT,
 			  .memory_mb = CUBE_MEMORY_DEFAULT,
@@ -988,6 +1012,7 @@ out:
 				cube_nl_exit_name(reason)));
 		cube_audit_id(s.id, "exited", "cube-shim", f);
 	}
+	cube_vsock_broker_stop(&s.broker);
 	cube_net_close(&s.net);
 	if (s.disk_fd >= 0)
 		cube_sandbox_disk_remove(s.id, s.disk_fd);

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -83,6 +84,7 @@ struct opts {
 	int net_tap_fd;			/* -1: no network device */
 	const char *net_mac;
 	int sandbox_fd;			/* -1: no cube.ko sandbox */
+	int vsock_broker_fd;		/* --vsock-connect-fd N, -1: none */
 	const char *disk;		/* --disk PATH */
 	int disk_fd;			/* --disk-fd N, then the disk's fd */
 	const char *jail_root;		/* --jail-root DIR: the VM's only files */
@@ -147,6 +149,10 @@ static void usage(FILE *f)
 "  --control PATH       control socket: pause|resume|snapshot [DIR]|stop|status|\n"
 "                       trim|checkpoint NAME|checkpoints|checkpoint-rm NAME|\n"
 "                       rollback [NAME]\n"
+"  --vsock-connect-fd N the inherited fd N is a SOCK_SEQPACKET socket to a\n"
+"                       broker that connects guest-initiated vsock streams\n"
+"                       for the VMM (vmm/vsock.h); jailed, guest connects\n"
+"                       need it\n"
 "  --checkpoint-dir DIR existing directory of the checkpoints (DIR/NAME/: the\n"
 "                       vCPU and device state, the id of the cube.ko snapshot\n"
 "                       of the memory), unless the request passes the record,\n"
@@ -198,7 +204,7 @@ enum {
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
 	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
-	OPT_CKPTDIR, OPT_ROLLBACK_KEEP, OPT_TRIM_EVERY, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
+	OPT_CKPTDIR, OPT_VSOCK_BROKER, OPT_ROLLBACK_KEEP, OPT_TRIM_EVERY, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
 };
 
 static const struct option long_opts[] = {
@@ -214,6 +220,7 @@ static const struct option long_opts[] = {
 	{ "vsock-uds", required_argument, NULL, OPT_VSOCK },
 	{ "cid", required_argument, NULL, OPT_CID },
 	{ "net-tap-fd", required_argument, NULL, OPT_NETFD },
+	{ "vsock-connect-fd", required_argument, NULL, OPT_VSOCK_BROKER },
 	{ "net-mac", required_argument, NULL, OPT_NETMAC },
 	{ "cube-sandbox-fd", required_argument, NULL, OPT_SANDBOXFD },
 	{ "console-log", required_argument, NULL, OPT_CONSOLE },
@@ -283,6 +290,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->net_tap_fd = -1;
 	o->sandbox_fd = -1;
+	o->vsock_broker_fd = -1;
 	o->disk_fd = -1;
 	o->mem_mib = DEFAULT_MEM_MIB;
 	o->vcpus = 1;
@@ -314,6 +322,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case OPT_CID:
 			if (num_opt("cid", optarg, 3, UINT32_MAX - 1, &o->cid))
 				return -1;
+			break;
+		case OPT_VSOCK_BROKER:
+			if (num_opt("vsock-connect-fd", optarg, 0, INT32_MAX, &v))
+				return -1;
+			o->vsock_broker_fd = v;
 			break;
 		case OPT_NETFD:
 			if (num_opt("net-tap-fd", optarg, 0, INT32_MAX, &v))
@@ -511,6 +524,19 @@ static int create_devices(struct vmm *m, const char *rootfs,
 	if (!vm->devs[VM_DEV_VSOCK]) {
 		pr_err("virtio-vsock: %s", err ? err : "cannot create");
 		return -1;
+	}
+	if (m->o.vsock_broker_fd >= 0) {
+		int type = 0;
+		socklen_t tl = sizeof(type);
+
+		if (getsockopt(m->o.vsock_broker_fd, SOL_SOCKET, SO_TYPE, &type,
+			       &tl) || type != SOCK_SEQPACKET) {
+			pr_err("--vsock-connect-fd %d: not a SOCK_SEQPACKET socket",
+			       m->o.vsock_broker_fd);
+			return -1;
+		}
+		vsock_set_broker(vm->devs[VM_DEV_VSOCK], m->o.vsock_broker_fd);
+		m->o.vsock_broker_fd = -1;	/* the device's now */
 	}
 	vm->devs[VM_DEV_RNG] = virtio_rng_create(vm, VM_MMIO_BASE +
 			VM_DEV_RNG * VM_MMIO_STRIDE,
@@ -1348,7 +1374,7 @@ int main(int argc, char **argv)
 {
 	static struct vmm m;
 	struct cgroup_limits lim = { 0 };
-	int parent_close[8];
+	int parent_close[9];
 	char name[64];
 	const char *err = NULL;
 	int ret;
@@ -1378,9 +1404,10 @@ int main(int argc, char **argv)
 	}
 	/* nothing a supervisor left open reaches the VM: stdio and ours only */
 	{
-		int keep[3] = { m.o.net_tap_fd, m.o.sandbox_fd, m.o.disk_fd };
+		int keep[4] = { m.o.net_tap_fd, m.o.sandbox_fd, m.o.disk_fd,
+				m.o.vsock_broker_fd };
 
-		ret = jail_close_fds(keep, 3);
+		ret = jail_close_fds(keep, 4);
 		if (ret) {
 			pr_err("cannot close inherited file descriptors: %s",
 			       strerror(-ret));
@@ -1438,6 +1465,7 @@ int main(int argc, char **argv)
 		parent_close[5] = m.o.disk_fd;
 		parent_close[6] = m.ck.base_disk_fd;
 		parent_close[7] = m.ck.base_spare_fd;
+		parent_close[8] = m.o.vsock_broker_fd;
 		lim.parent_close = parent_close;
 		lim.nr_parent_close = ARRAY_SIZE(parent_close);
 		/* the VM process: pid 1 of a namespace of its own */

@@ -234,7 +234,7 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(sendto), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
 	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl),
 	SCMP_SYS(accept4), SCMP_SYS(accept), SCMP_SYS(close),
-	SCMP_SYS(shutdown), SCMP_SYS(connect), SCMP_SYS(futex),
+	SCMP_SYS(shutdown), SCMP_SYS(futex),
 	SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
 	SCMP_SYS(rt_sigprocmask),
 	SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(madvise),
@@ -250,13 +250,15 @@ static const int allowed_syscalls[] = {
 };
 
 /*
- * Files by name: snapshots and checkpoints into a directory.  A jailed
- * VMM is given its files as descriptors instead, and has none of these.
+ * Files and sockets by name: snapshots and checkpoints into a directory,
+ * guest-initiated vsock streams to "<vsock-uds>_<port>".  A jailed VMM is
+ * given its files as descriptors and its streams by a connect broker
+ * instead, and has none of these.
  */
 static const int path_syscalls[] = {
 	SCMP_SYS(openat), SCMP_SYS(mkdir), SCMP_SYS(mkdirat),
 	SCMP_SYS(rename), SCMP_SYS(renameat), SCMP_SYS(renameat2),
-	SCMP_SYS(unlink), SCMP_SYS(unlinkat),
+	SCMP_SYS(unlink), SCMP_SYS(unlinkat), SCMP_SYS(connect),
 };
 
 static const unsigned long allowed_ioctls[] = {
@@ -347,8 +349,8 @@ int sandbox_seccomp(bool rollback, bool disk, bool paths)
 				       SCMP_A0(SCMP_CMP_EQ,
 					       SECCOMP_SET_MODE_FILTER),
 				       SCMP_A1(SCMP_CMP_EQ, 0));
-	/* New sockets: Unix streams only (guest-to-host vsock). */
-	if (!ret)
+	/* New sockets: Unix streams only (guest-to-host vsock by path). */
+	if (paths && !ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 				       SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 	if (!ret)

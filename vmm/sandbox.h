@@ -44,7 +44,8 @@ int sandbox_drop_caps(void);
  * requests of checkpoints and rollbacks; with disk, what the writable
  * disk needs (holes punched, copies by reflink or copy_file_range);
  * with paths, opening, making, renaming and removing files by name (an
- * unjailed VMM's snapshot and checkpoint directories).  0 or -errno.
+ * unjailed VMM's snapshot and checkpoint directories) and new Unix
+ * sockets connected by name (guest-initiated vsock).  0 or -errno.
  */
 int sandbox_seccomp(bool rollback, bool disk, bool paths);
 

@@ -9,12 +9,14 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <linux/virtio_ids.h>
 #include <linux/virtio_vsock.h>
 
+#include "cube_vsock_broker.h"
 #include "util.h"
 #include "virtio_mmio.h"
 #include "vm.h"
@@ -80,6 +82,7 @@ struct vsock {
 	uint64_t guest_cid;
 	char *uds_path;
 	bool keep_path;		/* jailed: the socket file is its root's */
+	int broker_fd;		/* connect broker, -1: none */
 	int listen_fd;
 	int epoll_fd;
 	int kick_fd;
@@ -295,11 +298,67 @@ static int conn_write(struct conn *c, const struct iovec *iov, unsigned int n,
 	return 0;
 }
 
+/* The broker's stream to host port @port, or -errno. */
+static int connect_broker(struct vsock *v, uint32_t port)
+{
+	struct cube_vsock_broker_msg q = { .port = port }, a;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	uint64_t end = now_us() + VSOCK_BROKER_WAIT_MS * 1000ULL;
+	struct cmsghdr *cm;
+	int fd;
+	ssize_t n;
+
+	if (send(v->broker_fd, &q, sizeof(q), MSG_NOSIGNAL) != sizeof(q))
+		return -errno;
+	/* each wait is bounded by the socket's SO_RCVTIMEO */
+	while (now_us() < end) {
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		n = recvmsg(v->broker_fd, &msg, MSG_CMSG_CLOEXEC);
+		if (n == 0)
+			return -ECONNRESET;	/* the broker is gone */
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (n < 0)
+			continue;
+		fd = -1;
+		cm = CMSG_FIRSTHDR(&msg);
+		if (cm && cm->cmsg_level == SOL_SOCKET &&
+		    cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		if (n != sizeof(a) || (msg.msg_flags & MSG_CTRUNC) ||
+		    a.port != port || (a.result == 0) != (fd >= 0)) {
+			if (fd >= 0)
+				close(fd);
+			continue;	/* a late answer, or garbage */
+		}
+		if (a.result)
+			return a.result < 0 && a.result > -4096 ? a.result :
+			       -ECONNREFUSED;
+		if (fcntl(fd, F_SETFL, O_NONBLOCK)) {
+			close(fd);
+			return -EBADF;
+		}
+		return fd;
+	}
+	return -ETIMEDOUT;
+}
+
 static int connect_host(struct vsock *v, uint32_t port)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
+	if (v->broker_fd >= 0)
+		return connect_broker(v, port);
+	if (v->keep_path)
+		return -EACCES;		/* jailed: nothing by path */
 	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", v->uds_path,
 		     port) >= (int)sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -876,6 +935,7 @@ struct virtio_mmio *vsock_create(struct vm *vm, uint64_t base, uint32_t irq,
 		return NULL;
 	}
 	v->listen_fd = v->epoll_fd = v->kick_fd = v->stop_fd = -1;
+	v->broker_fd = -1;
 	for (i = 0; i < VSOCK_MAX_CONNS; i++)
 		v->conns[i].fd = -1;
 	v->guest_cid = guest_cid;
@@ -907,6 +967,19 @@ struct virtio_mmio *vsock_create(struct vm *vm, uint64_t base, uint32_t irq,
 fail:
 	vsock_destroy(&v->t);
 	return NULL;
+}
+
+void vsock_set_broker(struct virtio_mmio *t, int fd)
+{
+	struct vsock *v = t->priv;
+
+	struct timeval tv = { .tv_usec = 100000 };
+
+	if (v->broker_fd >= 0)
+		close(v->broker_fd);
+	v->broker_fd = fd;
+	/* the I/O thread waits for an answer in slices, not forever */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
 void vsock_rebase(struct virtio_mmio *t, size_t root_len)
@@ -960,6 +1033,8 @@ void vsock_destroy(struct virtio_mmio *t)
 		if (!v->keep_path)
 			unlink(v->uds_path);
 	}
+	if (v->broker_fd >= 0)
+		close(v->broker_fd);
 	if (v->epoll_fd >= 0)
 		close(v->epoll_fd);
 	if (v->kick_fd >= 0)

@@ -7,7 +7,11 @@
  *     guest accepts, read "OK <host port>\n"; then the stream is the guest
  *     socket's.  A refused or failed connection is closed without a reply.
  *   guest -> host: a guest connect() to CID 2 port P is bridged to the UDS
- *     "<path>_<P>" if something listens there, else it is reset.
+ *     "<path>_<P>" if something listens there, else it is reset.  With a
+ *     connect broker (vsock_set_broker()) the VMM names no path: it asks
+ *     the broker, which connects for it and passes the stream back (a
+ *     jailed VMM, whose filter has neither socket nor connect, has no other
+ *     way; without a broker its guest's connects are reset).
  *
  * Credit-based flow control per connection both ways; anything malformed
  * from the guest resets the connection it names (RST).  One I/O thread
@@ -37,6 +41,16 @@ int vsock_start(struct virtio_mmio *t);
  * listening socket's file is left to the root's owner at the end.
  */
 void vsock_rebase(struct virtio_mmio *t, size_t root_len);
+
+/*
+ * Before vsock_start(): guest connects go through the broker on fd (owned),
+ * by the protocol of lib/cube_vsock_broker.h.  An answer that takes longer
+ * than VSOCK_BROKER_WAIT_MS resets that connection; an answer for another
+ * port is dropped.
+ */
+#define VSOCK_BROKER_WAIT_MS	1000
+
+void vsock_set_broker(struct virtio_mmio *t, int fd);
 /*
  * One round of the I/O thread's work without waiting, for a caller that
  * runs the device without vsock_start() (the fuzzer); the lock not held.

@@ -189,7 +189,7 @@ main() {
 	wait_until 30 sh -c "! kill -0 $vp"
 	e=$($C create --template dk)
 	check "a dead sandbox's disk is swept by the next create" none \
-		"$(ls $D/$c.img 2>/dev/null || echo none)"
+		"$(ls $D/$c.img 2>/dev/null || echo none)$(p=$(vmm_pid "$c"); [ -n "$p" ] && echo " (still running: $p $(cat /proc/$p/stat))")"
 	$C kill "$a" "$b" "$e" >/dev/null
 	wait_until 60 no_sandbox
 	check "killed sandboxes leave no disk" 0 "$(ls $D | grep -c '\.img$')"

@@ -15,6 +15,7 @@
 #include <linux/cube.h>
 
 #include "cube_checkpoint.h"
+#include "cube_vsock_broker.h"
 #include "vmm_util.h"
 
 #define KV_PORT		1235
@@ -633,6 +634,9 @@ TEST(checkpoint_into_passed_files)
 	EXPECT_EQ(strncmp(reply, "OK rollback f1 ", 15), 0);
 	get_value(&v, val, sizeof(val));
 	EXPECT_STREQ(val, "in-files");
+	/* off f1's clone, so that its removal frees its snapshot */
+	ASSERT_EQ(control(v.ctl, "rollback", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK rollback @restore ", 21), 0);
 
 	ASSERT_EQ(control(v.ctl, "checkpoint-rm f1", reply, sizeof(reply)), 0);
 	EXPECT_STREQ(reply, "OK removed f1");
@@ -645,8 +649,130 @@ TEST(checkpoint_into_passed_files)
 	mem_stats(&after);
 	EXPECT_EQ(after.snapshots, before.snapshots);
 	get_value(&v, val, sizeof(val));
-	EXPECT_STREQ(val, "in-files");
+	EXPECT_STREQ(val, "-");
 	EXPECT_EQ(rvm_stop(&v), 0);
+	rm_tree(dir);
+}
+
+/* A host listener on a Unix socket path that answers one stream once. */
+struct host_peer {
+	int fd;
+	const char *answer;
+	char got[64];
+	pthread_t t;
+};
+
+static void *host_peer_run(void *arg)
+{
+	struct host_peer *h = arg;
+	struct pollfd p = { .fd = h->fd, .events = POLLIN };
+	int c;
+
+	if (poll(&p, 1, 60000) != 1)
+		return NULL;
+	c = accept(h->fd, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	if (read_line(c, h->got, sizeof(h->got), 20000) >= 0)
+		write_all(c, h->answer, strlen(h->answer));
+	close(c);
+	return NULL;
+}
+
+static int host_peer_start(struct host_peer *h, const char *path,
+			   const char *answer)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	memset(h, 0, sizeof(*h));
+	h->answer = answer;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	h->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (h->fd < 0 || bind(h->fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(h->fd, 4))
+		return -1;
+	return pthread_create(&h->t, NULL, host_peer_run, h) ? -1 : 0;
+}
+
+static void host_peer_stop(struct host_peer *h)
+{
+	pthread_join(h->t, NULL);
+	close(h->fd);
+}
+
+static void dial(struct rvm *v, unsigned int port, char *out, size_t len)
+{
+	char req[32];
+
+	snprintf(req, sizeof(req), "DIAL %u", port);
+	if (kv_req(v->uds, req, out, len, 60))
+		snprintf(out, len, "(no answer)");
+}
+
+/*
+ * A guest's connect to a host port reaches "<vsock-uds>_<port>": by path
+ * from an unjailed VMM, or through a connect broker on the descriptor
+ * --vsock-connect-fd names (a jailed VMM's only way), which here serves a
+ * path of another name, so the VMM cannot have connected by itself.
+ * Nothing listening, and a broker gone, reset the guest's stream; the VM
+ * runs on.
+ */
+TEST(guest_connects_by_path_or_through_a_broker)
+{
+	char dir[128], snap[160], path[256], out[96], opt[48];
+	struct cube_vsock_broker b;
+	struct host_peer h;
+	struct rvm v, w;
+	int vmm_end, fd;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb10");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, false, NULL), 0);
+	snprintf(path, sizeof(path), "%s_5000", v.uds);
+	ASSERT_EQ(host_peer_start(&h, path, "HI-PATH\n"), 0);
+	dial(&v, 5000, out, sizeof(out));
+	host_peer_stop(&h);
+	EXPECT_STREQ(out, "GOT HI-PATH");
+	EXPECT_STREQ(h.got, "HELLO");
+	dial(&v, 5001, out, sizeof(out));
+	EXPECT_EQ(strncmp(out, "ERR ", 4), 0);
+	EXPECT_EQ(rvm_stop(&v), 0);
+
+	snprintf(path, sizeof(path), "%s/brokered", dir);
+	ASSERT_EQ(cube_vsock_broker_start(&b, path, &vmm_end), 0);
+	fd = dup(vmm_end);	/* without close-on-exec: the VMM's */
+	close(vmm_end);
+	ASSERT_GE(fd, 0);
+	snprintf(opt, sizeof(opt), "--vsock-connect-fd=%d", fd);
+	ASSERT_EQ(rvm_start(&w, dir, 1, snap, false, opt), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/brokered_5000", dir);
+	ASSERT_EQ(host_peer_start(&h, path, "HI-BROKER\n"), 0);
+	dial(&w, 5000, out, sizeof(out));
+	host_peer_stop(&h);
+	EXPECT_STREQ(out, "GOT HI-BROKER");
+	EXPECT_STREQ(h.got, "HELLO");
+	/* its own path is not tried */
+	snprintf(path, sizeof(path), "%s_5000", w.uds);
+	ASSERT_EQ(host_peer_start(&h, path, "HI-PATH\n"), 0);
+	dial(&w, 5000, out, sizeof(out));
+	EXPECT_EQ(strncmp(out, "ERR ", 4), 0);
+	/* the broker gone: a reset, and the VM runs on */
+	cube_vsock_broker_stop(&b);
+	EXPECT_EQ(b.served, 1);
+	dial(&w, 5000, out, sizeof(out));
+	EXPECT_EQ(strncmp(out, "ERR ", 4), 0);
+	/* unblock the listener nobody reached */
+	fd = unix_connect(path);
+	if (fd >= 0) {
+		write_all(fd, "x\n", 2);
+		close(fd);
+	}
+	host_peer_stop(&h);
+	EXPECT_STREQ(h.got, "x");
+	get_value(&w, out, sizeof(out));
+	EXPECT_STREQ(out, "-");
+	EXPECT_EQ(rvm_stop(&w), 0);
 	rm_tree(dir);
 }
 

@@ -9,7 +9,11 @@
  *   GET                  -> VAL VALUE (VAL - before any SET)
  *   DIRTY MIB SEED       -> OK        writes every page of a MIB MiB buffer
  *   ZERO MIB             -> OK        zeroes the first MIB MiB of it again
+ *   DIAL PORT            -> GOT LINE  connects to the host's PORT, writes
+ *                                     "HELLO\n", answers its first line;
+ *                                     ERR ERRNO when that fails
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +37,38 @@ static void reply(int fd, const char *s)
 	}
 }
 
+/* A guest-initiated stream to the host's @port. */
+static void dial(int fd, unsigned int port)
+{
+	struct sockaddr_vm sa = {
+		.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_HOST,
+		.svm_port = port,
+	};
+	char got[64], out[96];
+	size_t n = 0;
+	int s = socket(AF_VSOCK, SOCK_STREAM, 0);
+
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    write(s, "HELLO\n", 6) != 6) {
+		snprintf(out, sizeof(out), "ERR %d\n", errno);
+		reply(fd, out);
+		if (s >= 0)
+			close(s);
+		return;
+	}
+	while (n < sizeof(got) - 1 && read(s, got + n, 1) == 1 &&
+	       got[n] != '\n')
+		n++;
+	got[n] = 0;
+	close(s);
+	snprintf(out, sizeof(out), "GOT %s\n", got);
+	reply(fd, out);
+}
+
 static void serve(int fd)
 {
 	char line[128], out[96];
-	unsigned int mib, seed;
+	unsigned int mib, seed, port;
 	size_t n = 0, i;
 	ssize_t r;
 
@@ -73,6 +105,8 @@ static void serve(int fd)
 		for (i = 0; i < ((size_t)mib << 20); i += 4096)
 			dirty[i] = (unsigned char)(seed + i / 4096) | 1;
 		reply(fd, "OK\n");
+	} else if (sscanf(line, "DIAL %u", &port) == 1) {
+		dial(fd, port);
 	} else if (sscanf(line, "ZERO %u", &mib) == 1 && dirty &&
 		   mib <= MAX_DIRTY_MIB) {
 		memset(dirty, 0, (size_t)mib << 20);
