@@ -183,10 +183,12 @@ main() {
 
 	# a sandbox killed with its shim leaves its disk; the next create
 	# sweeps it
+	vm_gone() { [ -z "$(vmm_pid "$1")" ]; }
 	vp=$(vmm_pid "$c")
 	sp=$(awk '{ print $4 }' /proc/$vp/stat 2>/dev/null)
 	kill -9 "$sp" "$vp" 2>/dev/null
-	wait_until 30 sh -c "! kill -0 $vp"
+	# the VM process dies with its supervisor, not at the same instant
+	wait_until 30 vm_gone "$c"
 	e=$($C create --template dk)
 	check "a dead sandbox's disk is swept by the next create" none \
 		"$(ls $D/$c.img 2>/dev/null || echo none)$(p=$(vmm_pid "$c"); [ -n "$p" ] && echo " (still running: $p $(cat /proc/$p/stat))")"

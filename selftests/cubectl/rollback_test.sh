@@ -53,7 +53,7 @@ gone() {
 	! $C inspect "$1" >/dev/null 2>&1 && [ ! -e "$CUBE_RUN_DIR/sandboxes/$1" ]
 }
 
-PLAN=50
+PLAN=52
 ktap_plan $PLAN
 
 main() {
@@ -126,6 +126,33 @@ main() {
 	check "B is the template's state again" "built" \
 		"$(x "$b" 'cat /root/marker; cat /root/b 2>/dev/null')"
 	check "A was not touched by B's rollback" "kept" "$(x "$a" 'cat /root/before')"
+
+	# --- a checkpoint's pages are the sandbox's: its cgroup pays ---
+	# (so they count against its memory.max as its guest memory does,
+	# whatever uid the module's per-user bound sees)
+	cg=/sys/fs/cgroup/cube/cube-$b
+	x "$b" 'dd if=/dev/urandom of=/tmp/cg bs=1M count=16 2>/dev/null' >/dev/null
+	m0=$(cat $cg/memory.current 2>/dev/null)
+	j=$($C --json checkpoint "$b" charged | tr -d ' \n')
+	m1=$(cat $cg/memory.current 2>/dev/null)
+	cpp=$(echo "$j" | sed -n 's/.*"pages":\([0-9]*\).*/\1/p')
+	if [ -n "$cpp" ] && [ -n "$m0" ] && [ "$cpp" -ge 4096 ] &&
+	   [ $((m1 - m0)) -ge $((cpp * 4096 * 8 / 10)) ]; then
+		ok "a checkpoint's copies are charged to its sandbox's cgroup"
+	else
+		not_ok "a checkpoint's copies are charged to its sandbox's cgroup" \
+			"$j; memory.current $m0 -> $m1"
+	fi
+	$C checkpoint rm "$b" charged >/dev/null
+	m2=$(cat $cg/memory.current 2>/dev/null)
+	if [ -n "$cpp" ] && [ -n "$m2" ] &&
+	   [ $((m1 - m2)) -ge $((cpp * 4096 * 8 / 10)) ] &&
+	   [ ! -e "$CUBE_RUN_DIR/sandboxes/$b/checkpoints/charged" ]; then
+		ok "and given back, with its files, when it is removed"
+	else
+		not_ok "and given back, with its files, when it is removed" \
+			"memory.current $m1 -> $m2; $(ls $CUBE_RUN_DIR/sandboxes/$b/checkpoints)"
+	fi
 
 	# --- random bytes differ after each rollback of one checkpoint ---
 	kern= py=
