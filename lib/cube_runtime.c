@@ -969,13 +969,18 @@ static int cp_request(uint64_t id, const char *req, const int *fds, int nfds,
 	return -EIO;
 }
 
+/* How long making or removing a checkpoint waits for the lock. */
+#define CP_LOCK_WAIT_US		(10 * 1000000ULL)
+
 /*
  * The sandbox's checkpoint lock, held while a checkpoint is made, removed
- * or rolled back to (flock, dropped with the fd): with @wait it waits for
- * the holder, else -EBUSY.  The fd, or -errno with @err set.
+ * or rolled back to (flock, dropped with the fd): with @wait it waits up
+ * to CP_LOCK_WAIT_US for the holder, else -EBUSY at once.  The fd, or
+ * -errno with @err set.
  */
 static int cp_lock(uint64_t id, bool wait, char *err)
 {
+	uint64_t end = mono_us() + (wait ? CP_LOCK_WAIT_US : 0);
 	char path[PATH_MAX];
 	int fd, ret;
 
@@ -993,9 +998,13 @@ static int cp_lock(uint64_t id, bool wait, char *err)
 				(unsigned long long)id, path, strerror(-ret));
 		return ret;
 	}
-	while (flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) {
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
 		if (errno == EINTR)
 			continue;
+		if (errno == EWOULDBLOCK && mono_us() < end) {
+			usleep(20000);
+			continue;
+		}
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		cube_set_err(err, "sandbox %llu: %s", (unsigned long long)id,
 			ret == -EBUSY ? "busy: another rollback or checkpoint is under way" :
