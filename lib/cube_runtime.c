@@ -1031,6 +1031,25 @@ static int cp_known(uint64_t id, const char *name, char *err)
 	return i < n;
 }
 
+/*
+ * What making or removing checkpoint @name starts with: the name checked,
+ * @dir (PATH_MAX) the sandbox's checkpoint directory, its lock taken.  The
+ * lock's fd, or -errno with @err set.
+ */
+static int cp_begin(uint64_t id, const char *name, char *dir, char *err)
+{
+	int ret;
+
+	if (!cube_cp_name_valid(name)) {
+		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
+		return -EINVAL;
+	}
+	ret = cube_sandbox_path(dir, PATH_MAX, id, CUBE_CP_DIR);
+	if (ret)
+		return ret;
+	return cp_lock(id, true, err);
+}
+
 int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
 			   uint64_t *pages, char *err)
 {
@@ -1041,14 +1060,7 @@ int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
 	struct stat st;
 	unsigned int m;
 
-	if (!cube_cp_name_valid(name)) {
-		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
-		return -EINVAL;
-	}
-	ret = cube_sandbox_path(dir, sizeof(dir), id, CUBE_CP_DIR);
-	if (ret)
-		return ret;
-	lock = cp_lock(id, true, err);
+	lock = cp_begin(id, name, dir, err);
 	if (lock < 0)
 		return lock;
 	/*
@@ -1145,14 +1157,7 @@ int cube_sandbox_cp_remove(uint64_t id, const char *name, char *err)
 	char req[128], reply[256], dir[PATH_MAX];
 	int ret, lock;
 
-	if (!cube_cp_name_valid(name)) {
-		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
-		return -EINVAL;
-	}
-	ret = cube_sandbox_path(dir, sizeof(dir), id, CUBE_CP_DIR);
-	if (ret)
-		return ret;
-	lock = cp_lock(id, true, err);
+	lock = cp_begin(id, name, dir, err);
 	if (lock < 0)
 		return lock;
 	snprintf(req, sizeof(req), "checkpoint-rm %s\n", name);
