@@ -903,8 +903,10 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 	for (;;) {
 		if (s->kill_requested && s->vmm > 0)
 			stop_vmm(s);
-		if (s->vmm > 0 && waitpid(s->vmm, &st, WNOHANG) == s->vmm)
+		if (s->vmm > 0 && waitpid(s->vmm, &st, WNOHANG) == s->vmm) {
+			s->vmm = 0;	/* reaped: its pid may be another's now */
 			return exit_reason(s, st);
+		}
 		if (s->vmm <= 0)
 			return s->kill_requested ? CUBE_EXIT_KILLED :
 			       CUBE_EXIT_ERROR;

@@ -33,10 +33,11 @@ static int broker_connect(const char *base, uint32_t port)
 	return fd;
 }
 
-static int broker_answer(int sock, uint32_t port, int fd)
+static int broker_answer(int sock, const struct cube_vsock_broker_msg *q,
+			 int fd)
 {
 	struct cube_vsock_broker_msg a = {
-		.port = port, .result = fd < 0 ? fd : 0,
+		.port = q->port, .seq = q->seq, .result = fd < 0 ? fd : 0,
 	};
 	union {
 		struct cmsghdr h;
@@ -77,7 +78,7 @@ static void *broker_thread(void *arg)
 		if (n != sizeof(q))
 			continue;	/* not a request: no answer */
 		fd = broker_connect(b->base, q.port);
-		if (broker_answer(b->fd, q.port, fd) && errno != EINTR &&
+		if (broker_answer(b->fd, &q, fd) && errno != EINTR &&
 		    errno != ENOBUFS) {
 			if (fd >= 0)
 				close(fd);
@@ -88,6 +89,8 @@ static void *broker_thread(void *arg)
 			close(fd);
 		}
 	}
+	/* the VMM's next request fails at once rather than waiting */
+	shutdown(b->fd, SHUT_RDWR);
 	return NULL;
 }
 

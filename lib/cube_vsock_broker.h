@@ -8,8 +8,9 @@
  * connect(), so its supervisor hands it an end of a SOCK_SEQPACKET socket
  * pair (cube-vmm --vsock-connect-fd N) and connects for it:
  *
- *   VMM -> broker: struct cube_vsock_broker_msg { port = P, result = 0 }
- *   broker -> VMM: the same struct with port P and result 0, the connected
+ *   VMM -> broker: struct cube_vsock_broker_msg { port = P, seq = S,
+ *                  result = 0 }, S new for each request
+ *   broker -> VMM: the same struct with port P, seq S and result 0, the connected
  *                  stream its one SCM_RIGHTS descriptor; or result -errno
  *                  (nothing listens there: -ENOENT or -ECONNREFUSED) and
  *                  no descriptor.
@@ -25,6 +26,7 @@
 
 struct cube_vsock_broker_msg {
 	uint32_t port;
+	uint32_t seq;		/* the request's, echoed */
 	int32_t result;
 };
 

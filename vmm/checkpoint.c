@@ -351,9 +351,10 @@ fail:
 	if (id)
 		del_snapshot(s, id);
 	/* the record passed names no snapshot; the caller removes its files */
-	if (nfds)
-		ftruncate(fds[CKPT_FD_REC], 0);
-	else
+	if (nfds && ftruncate(fds[CKPT_FD_REC], 0))
+		pr_err("checkpoint %s: cannot empty its record: %s", name,
+		       strerror(errno));
+	else if (!nfds)
 		remove_dir(s, name);
 	snap_buf_free(&b);
 	free(c);

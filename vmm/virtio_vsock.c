@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/virtio_ids.h>
@@ -83,6 +84,7 @@ struct vsock {
 	char *uds_path;
 	bool keep_path;		/* jailed: the socket file is its root's */
 	int broker_fd;		/* connect broker, -1: none */
+	uint32_t broker_seq;	/* of its last request */
 	int listen_fd;
 	int epoll_fd;
 	int kick_fd;
@@ -298,25 +300,35 @@ static int conn_write(struct conn *c, const struct iovec *iov, unsigned int n,
 	return 0;
 }
 
+static uint64_t mono_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
 /* The broker's stream to host port @port, or -errno. */
 static int connect_broker(struct vsock *v, uint32_t port)
 {
-	struct cube_vsock_broker_msg q = { .port = port }, a;
+	struct cube_vsock_broker_msg q = { .port = port, .seq = ++v->broker_seq }, a;
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
 	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	uint64_t end = now_us() + VSOCK_BROKER_WAIT_MS * 1000ULL;
+	uint64_t end = mono_us() + VSOCK_BROKER_WAIT_MS * 1000ULL;
 	struct cmsghdr *cm;
 	int fd;
 	ssize_t n;
 
-	if (send(v->broker_fd, &q, sizeof(q), MSG_NOSIGNAL) != sizeof(q))
+	/* never blocks: a broker that stopped reading is a refusal */
+	if (send(v->broker_fd, &q, sizeof(q), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    sizeof(q))
 		return -errno;
 	/* each wait is bounded by the socket's SO_RCVTIMEO */
-	while (now_us() < end) {
+	while (mono_us() < end) {
 		msg.msg_control = u.buf;
 		msg.msg_controllen = sizeof(u.buf);
 		n = recvmsg(v->broker_fd, &msg, MSG_CMSG_CLOEXEC);
@@ -333,7 +345,8 @@ static int connect_broker(struct vsock *v, uint32_t port)
 		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 		if (n != sizeof(a) || (msg.msg_flags & MSG_CTRUNC) ||
-		    a.port != port || (a.result == 0) != (fd >= 0)) {
+		    a.port != port || a.seq != q.seq ||
+		    (a.result == 0) != (fd >= 0)) {
 			if (fd >= 0)
 				close(fd);
 			continue;	/* a late answer, or garbage */
