@@ -378,12 +378,27 @@ static int make_dir(struct shim *s)
 	snprintf(parent, sizeof(parent), "%s/sandboxes", cube_run_dir());
 	mkdir(cube_run_dir(), 0755);
 	mkdir(parent, 0700);
+	char lock[PATH_MAX + 16];
+	int fd;
+
 	if (cube_sandbox_path(s->dir, sizeof(s->dir), s->id, NULL) ||
 	    mkdir(s->dir, 0700)) {
 		report(s, errno, "cannot create the run directory: %s",
 		       strerror(errno));
 		return -errno;
 	}
+	/* the checkpoint lock: made here only, see remove_dir() */
+	snprintf(lock, sizeof(lock), "%s/" CUBE_CP_LOCK_FILE, s->dir);
+	fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0) {
+		int e = errno;
+
+		report(s, e, "cannot create %s: %s", lock, strerror(e));
+		rmdir(s->dir);
+		return -e;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -429,19 +444,42 @@ static void remove_dir(struct shim *s)
 {
 	static const char * const files[] = {
 		"vsock", "control", "console.log", "vmm.log", "e2b.json",
-		"e2b.json.tmp", CUBE_CP_LOCK_FILE,
+		"e2b.json.tmp",
 	};
 	char p[PATH_MAX + 16], err[CUBE_ERR_MAX];
+	int lock, ret;
 	size_t i;
 
 	if (!s->dir[0])
 		return;
 	/*
+	 * Under the checkpoint lock, which goes first: a checkpoint under
+	 * way ends before, and none starts after (cube_sandbox_cp_lock()
+	 * finds the lock gone).  Past its wait, the removal goes on anyway.
+	 */
+	lock = cube_sandbox_cp_lock(s->id, true, err);
+	snprintf(p, sizeof(p), "%s/" CUBE_CP_LOCK_FILE, s->dir);
+	unlink(p);
+	/*
 	 * The VMM deletes its checkpoints' module snapshots when it exits;
-	 * a killed one left them recorded there, with their files.
+	 * a killed one left them recorded there, with their files.  Their
+	 * records are the VMM's writing: deleted as its uid, a record naming
+	 * another's snapshot deletes nothing.
 	 */
 	snprintf(p, sizeof(p), "%s/" CUBE_CP_DIR, s->dir);
-	cube_checkpoints_release(p, err, sizeof(err));
+	ret = cube_checkpoints_release(p, s->jail_id ? s->jail_id : geteuid(),
+				       err, sizeof(err));
+	if (ret) {
+		struct json_object *f = json_object_new_object();
+
+		/* for the operator: what stays in cube.ko or the run dir */
+		if (f)
+			json_object_object_add(f, "error",
+					       json_object_new_string(err));
+		cube_audit_id(s->id, "checkpoints_left", "cube-shim", f);
+	}
+	if (lock >= 0)
+		close(lock);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", s->dir, files[i]);
 		unlink(p);
@@ -698,14 +736,15 @@ static int start_vmm(struct shim *s)
 		 * report the sandbox ready itself, or keep the reader waiting
 		 * after the shim is gone.
 		 */
+		/* all above the fixed numbers before any dup2() onto one */
 		sb = fcntl(s->sbfd, F_DUPFD_CLOEXEC, 16);
 		bk = fcntl(broker, F_DUPFD_CLOEXEC, 16);
 		if (s->net.tap_fd >= 0)
 			tap = fcntl(s->net.tap_fd, F_DUPFD_CLOEXEC, 16);
-		if (sb < 0 || dup2(sb, VMM_SANDBOX_FD) < 0)
-			_exit(127);
 		if (s->disk_fd >= 0)
 			disk = fcntl(s->disk_fd, F_DUPFD_CLOEXEC, 16);
+		if (sb < 0 || dup2(sb, VMM_SANDBOX_FD) < 0)
+			_exit(127);
 		if (s->net.tap_fd >= 0 &&
 		    (tap < 0 || dup2(tap, VMM_TAP_FD) < 0))
 			_exit(127);

@@ -7,30 +7,41 @@
  * format is in cube_checkpoint_rec.h): made by the VMM (--checkpoint-dir
  * DIR), or by its caller, who passes the files with the request
  * (cube_checkpoint_files()), as a jailed VMM needs.  The VMM deletes its
- * module snapshots when it exits, and those it made the files of.  When it was killed, its module snapshots live on in cube.ko
- * until someone deletes them: cube_checkpoints_release() does.
+ * module snapshots when it exits.  When it was killed, they live on in
+ * cube.ko until someone deletes them: cube_checkpoints_release() does.
+ * A record is written by the VMM, so it is trusted for nothing: what it
+ * names is deleted only with the VMM's own uid.
  */
 #ifndef CUBE_CHECKPOINT_H
 #define CUBE_CHECKPOINT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * Delete every module snapshot recorded under @dir/ * / that cube.ko
  * confirms is still the recorded one (an id of an earlier module load, or
  * of a snapshot deleted since, is left alone), then remove @dir's
- * checkpoint directories and @dir itself.  Idempotent; 0 when @dir does
- * not exist.  Returns 0 or the first -errno, described in @err; what
- * could be released is released either way.  Not while a cube-vmm still
- * uses @dir.
+ * checkpoint directories and @dir itself.  The deletions are made as
+ * @owner, the uid the VMM ran as (a child takes it when it is not ours),
+ * so a record its VMM forged to name another user's snapshot deletes
+ * nothing.  Idempotent; 0 when @dir does not exist.  Returns 0 or the first
+ * -errno, described in @err; what could be released is released either
+ * way, and a snapshot that could not be deleted keeps its record.  Not
+ * while a cube-vmm still uses @dir.
  */
-int cube_checkpoints_release(const char *dir, char *err, size_t errlen);
+int cube_checkpoints_release(const char *dir, uid_t owner, char *err,
+			     size_t errlen);
 /*
- * The same for the one checkpoint @dir/@name/ (0 when it does not exist);
- * @dir itself stays.  Not while its cube-vmm still has that checkpoint.
+ * Remove checkpoint @dir/@name/'s files and directory, deleting nothing in
+ * cube.ko: what a caller does once the VMM is done with the checkpoint
+ * (removed it, or never made it).  0 (also when it does not exist), or
+ * -EBUSY when its record names a live snapshot (the VMM still has it, or
+ * forged it): it stays for cube_checkpoints_release() at the sandbox's
+ * end.  @dir itself stays.
  */
-int cube_checkpoint_release(const char *dir, const char *name, char *err,
-			    size_t errlen);
+int cube_checkpoint_remove(const char *dir, const char *name, char *err,
+			   size_t errlen);
 /*
  * For a "checkpoint NAME" request to a VMM that opens no file itself (a
  * jailed one): makes @dir/@name/ (mode 0700) holding its record, state

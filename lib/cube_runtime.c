@@ -972,23 +972,21 @@ static int cp_request(uint64_t id, const char *req, const int *fds, int nfds,
 /* How long making or removing a checkpoint waits for the lock. */
 #define CP_LOCK_WAIT_US		(10 * 1000000ULL)
 
-/*
- * The sandbox's checkpoint lock, held while a checkpoint is made, removed
- * or rolled back to (flock, dropped with the fd): with @wait it waits up
- * to CP_LOCK_WAIT_US for the holder, else -EBUSY at once.  The fd, or
- * -errno with @err set.
- */
-static int cp_lock(uint64_t id, bool wait, char *err)
+int cube_sandbox_cp_lock(uint64_t id, bool wait, char *err)
 {
 	uint64_t end = mono_us() + (wait ? CP_LOCK_WAIT_US : 0);
 	char path[PATH_MAX];
+	struct stat st;
 	int fd, ret;
 
 	ret = cube_sandbox_path(path, sizeof(path), id, CUBE_CP_LOCK_FILE);
 	if (ret)
 		return ret;
-	/* the lock lives in the run directory: there is none when it is gone */
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/*
+	 * The lock lives in the run directory, made with it by cube-shim and
+	 * removed, under the lock, at its end: none, no sandbox.
+	 */
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
@@ -1011,6 +1009,12 @@ static int cp_lock(uint64_t id, bool wait, char *err)
 			strerror(-ret));
 		close(fd);
 		return ret;
+	}
+	/* taken after the sandbox's end removed it */
+	if (fstat(fd, &st) || !st.st_nlink) {
+		cube_set_err(err, "no sandbox %llu", (unsigned long long)id);
+		close(fd);
+		return -ENOENT;
 	}
 	return fd;
 }
@@ -1047,7 +1051,7 @@ static int cp_begin(uint64_t id, const char *name, char *dir, char *err)
 	ret = cube_sandbox_path(dir, PATH_MAX, id, CUBE_CP_DIR);
 	if (ret)
 		return ret;
-	return cp_lock(id, true, err);
+	return cube_sandbox_cp_lock(id, true, err);
 }
 
 int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
@@ -1079,7 +1083,14 @@ int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
 			ret = -EEXIST;
 			goto out;
 		}
-		ret = cube_checkpoint_release(dir, name, reply, sizeof(reply));
+		ret = cube_checkpoint_remove(dir, name, reply, sizeof(reply));
+		if (ret == -EBUSY) {
+			/* a record the VMM does not own up to: its own doing */
+			cube_set_err(err, "sandbox %llu: checkpoint %s exists: %s",
+				(unsigned long long)id, name, reply);
+			ret = -EEXIST;
+			goto out;
+		}
 		if (!ret)
 			ret = cube_checkpoint_files(dir, name, fds);
 	}
@@ -1103,9 +1114,12 @@ int cube_sandbox_cp_create(uint64_t id, const char *name, unsigned int *ms,
 	for (i = 0; i < 3; i++)
 		close(fds[i]);
 	if (ret) {
-		/* the VMM made no checkpoint: its record names no snapshot */
-		if (ret != -EPROTO)
-			cube_checkpoint_release(dir, name, reply, sizeof(reply));
+		/*
+		 * The files go unless their record names a live snapshot: a
+		 * checkpoint the VMM made though its answer was lost stays, as
+		 * its name does in the VMM's list.
+		 */
+		cube_checkpoint_remove(dir, name, reply, sizeof(reply));
 		goto out;
 	}
 	/* a VM without a disk left its copy empty */
@@ -1162,9 +1176,14 @@ int cube_sandbox_cp_remove(uint64_t id, const char *name, char *err)
 		return lock;
 	snprintf(req, sizeof(req), "checkpoint-rm %s\n", name);
 	ret = cp_request(id, req, NULL, 0, reply, sizeof(reply), err);
-	/* its files, which the VMM did not make, or a dead caller's */
+	/*
+	 * Its files, which the VMM did not make, or a dead caller's; only
+	 * files: the VMM deleted its snapshot, and a record naming one that
+	 * is still alive stays for the sandbox's end (cube-shim releases it
+	 * as the VMM's uid).
+	 */
 	if (!ret || ret == -ENOENT)
-		cube_checkpoint_release(dir, name, reply, sizeof(reply));
+		cube_checkpoint_remove(dir, name, reply, sizeof(reply));
 	close(lock);
 	return ret;
 }
@@ -1260,7 +1279,7 @@ int cube_sandbox_rollback(uint64_t id, const char *name,
 		cube_set_err(err, "bad checkpoint name (1-64 of A-Z a-z 0-9 . _ -, not starting with .)");
 		return -EINVAL;
 	}
-	fd = cp_lock(id, false, err);
+	fd = cube_sandbox_cp_lock(id, false, err);
 	if (fd < 0)
 		return fd;
 	snprintf(req, sizeof(req), name ? "rollback %s\n" : "rollback\n",

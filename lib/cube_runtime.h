@@ -224,6 +224,15 @@ int cube_sandbox_resume_vm(uint64_t id);
 /* 1..64 bytes of [A-Za-z0-9._-], not starting with '.' */
 bool cube_cp_name_valid(const char *s);
 
+/*
+ * Sandbox @id's checkpoint lock, held while a checkpoint is made, removed
+ * or rolled back to, and by cube-shim while it removes the run directory
+ * (flock, dropped with the fd): with @wait it waits up to 10 s for the
+ * holder, else -EBUSY at once.  The fd, or -errno with @err set (-ENOENT:
+ * no such sandbox, or it ended).
+ */
+int cube_sandbox_cp_lock(uint64_t id, bool wait, char *err);
+
 /**
  * cube_sandbox_cp_create() - checkpoint a running sandbox in place
  * @id: the sandbox

@@ -53,7 +53,7 @@ gone() {
 	! $C inspect "$1" >/dev/null 2>&1 && [ ! -e "$CUBE_RUN_DIR/sandboxes/$1" ]
 }
 
-PLAN=52
+PLAN=53
 ktap_plan $PLAN
 
 main() {
@@ -292,13 +292,26 @@ EOF
 	e=$($C create --template rb)
 	$C checkpoint "$e" k1 >/dev/null && $C checkpoint "$e" k2 >/dev/null
 	check "two checkpoints: two more module snapshots" $((s1 + 1)) "$(snaps)"
+	# A record is the VMM's writing: a hostile one names A's c1 (same
+	# template, parent and size), as it would by writing into a record
+	# it was passed and then failing the request, which leaves the
+	# files.  Released as its jail uid, it deletes nothing of A's.
+	f=$CUBE_RUN_DIR/sandboxes/$e/checkpoints
+	mkdir "$f/forged" &&
+		cp "$CUBE_RUN_DIR/sandboxes/$a/checkpoints/c1/cube-snapshot-id" "$f/forged/"
 	pid=$(vmm_pid "$e")
 	[ -n "$pid" ] && kill -9 "$pid"
 	$C kill "$e" >/dev/null 2>&1
 	wait_until 60 gone "$e" && ok "after SIGKILL of its cube-vmm and kill, no run directory" ||
 		not_ok "after SIGKILL of its cube-vmm and kill, no run directory" "$(find "$CUBE_RUN_DIR/sandboxes/$e" 2>&1 | head -5)"
 	wait_until 30 snaps_are $((s1 - 1))
-	check "no module snapshot of theirs is left" $((s1 - 1)) "$(snaps)"
+	check "no module snapshot of theirs is left, and A's named by a forged record is" \
+		$((s1 - 1)) "$(snaps)"
+	out=$($C rollback "$a" c1 2>&1)
+	case "$out" in
+	"rolled back to c1 in "*) ok "A rolls back to the c1 the forged record named" ;;
+	*) not_ok "A rolls back to the c1 the forged record named" "$out" ;;
+	esac
 
 	# --- 50 create/checkpoint/kill cycles ---
 	fails=0

@@ -641,11 +641,11 @@ TEST(checkpoint_into_passed_files)
 	ASSERT_EQ(control(v.ctl, "checkpoint-rm f1", reply, sizeof(reply)), 0);
 	EXPECT_STREQ(reply, "OK removed f1");
 	EXPECT_EQ(dir_entries(cdir), 3);	/* its maker's to remove */
-	EXPECT_EQ(cube_checkpoint_release(v.ckdir, "f1", reply,
-					  sizeof(reply)), 0);
+	EXPECT_EQ(cube_checkpoint_remove(v.ckdir, "f1", reply,
+					 sizeof(reply)), 0);
 	EXPECT_EQ(dir_entries(cdir), -1);
-	EXPECT_EQ(cube_checkpoint_release(v.ckdir, "f1", reply,
-					  sizeof(reply)), 0);
+	EXPECT_EQ(cube_checkpoint_remove(v.ckdir, "f1", reply,
+					 sizeof(reply)), 0);
 	mem_stats(&after);
 	EXPECT_EQ(after.snapshots, before.snapshots);
 	get_value(&v, val, sizeof(val));
@@ -1037,6 +1037,30 @@ TEST(sigkill_then_release)
 	EXPECT_EQ(killed.clones, before.clones - 1);
 	EXPECT_EQ(killed.snapshots, before.snapshots + 2);
 
+	/* a caller's removal leaves a record naming a live snapshot */
+	snprintf(path, sizeof(path), "%s/k1", v.ckdir);
+	EXPECT_EQ(cube_checkpoint_remove(v.ckdir, "k1", err, sizeof(err)),
+		  -EBUSY);
+	TH_LOG("%s", err);
+	EXPECT_EQ(dir_entries(path), 1);
+	/*
+	 * k1's record copied, as a VMM of another uid could forge it: its
+	 * release, as that uid, deletes nothing and removes the copy.
+	 */
+	{
+		char forged[256], cmd[1024];
+
+		snprintf(forged, sizeof(forged), "%s/forged", dir);
+		snprintf(cmd, sizeof(cmd), "mkdir -p %s/k1 && cp %s/cube-snapshot-id %s/k1/",
+			 forged, path, forged);
+		ASSERT_EQ(system(cmd), 0);
+		EXPECT_EQ(cube_checkpoints_release(forged, 65534, err,
+						   sizeof(err)), 0);
+		mem_stats(&after);
+		EXPECT_EQ(after.snapshots, killed.snapshots);
+		EXPECT_EQ(dir_entries(forged), -1);
+	}
+
 	/*
 	 * A record naming a snapshot that is not a checkpoint (the
 	 * template's, depth 1) and one with garbage are left alone.
@@ -1063,7 +1087,8 @@ TEST(sigkill_then_release)
 	fprintf(f, "not a record\n");
 	fclose(f);
 
-	EXPECT_EQ(cube_checkpoints_release(v.ckdir, err, sizeof(err)), 0);
+	EXPECT_EQ(cube_checkpoints_release(v.ckdir, geteuid(), err,
+					   sizeof(err)), 0);
 	mem_stats(&after);
 	EXPECT_EQ(after.snapshots, before.snapshots);
 	EXPECT_EQ(after.clones, killed.clones);
@@ -1077,7 +1102,118 @@ TEST(sigkill_then_release)
 		close(dev);
 	}
 	/* idempotent */
-	EXPECT_EQ(cube_checkpoints_release(v.ckdir, err, sizeof(err)), 0);
+	EXPECT_EQ(cube_checkpoints_release(v.ckdir, geteuid(), err,
+					   sizeof(err)), 0);
+	rm_tree(dir);
+}
+
+/*
+ * A module snapshot of a clone of @parent, made as @uid (its owner in
+ * cube.ko), as a jailed VMM makes its checkpoints: its id, or 0.
+ */
+static uint64_t snapshot_as(uid_t uid, uint64_t parent)
+{
+	uint64_t id = 0;
+	int p[2], st;
+	pid_t pid;
+
+	if (pipe(p))
+		return 0;
+	pid = fork();
+	if (pid == 0) {
+		struct cube_clone_create cc = { .snapshot_id = parent };
+		struct cube_snapshot_create sc = {
+			.source = CUBE_SNAPSHOT_SRC_CLONE,
+		};
+		int dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+
+		/* the clone as root (the template is root's), the rest not */
+		if (dev < 0 || ioctl(dev, CUBE_IOC_CLONE_CREATE, &cc) ||
+		    setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(1);
+		sc.fd = cc.fd;
+		if (ioctl(dev, CUBE_IOC_SNAPSHOT_CREATE, &sc))
+			_exit(2);
+		if (write(p[1], &sc.id, sizeof(sc.id)) != sizeof(sc.id))
+			_exit(3);
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &id, sizeof(id)) != sizeof(id))
+		id = 0;
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	return id;
+}
+
+static void write_rec(const char *dir, const char *name, uint64_t id,
+		      uint64_t parent, uint64_t size)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	mkdir(dir, 0700);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/%s/cube-snapshot-id", dir, name);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%llu %llu %llu\n", (unsigned long long)id,
+			(unsigned long long)parent, (unsigned long long)size);
+		fclose(f);
+	}
+}
+
+/*
+ * cube_checkpoints_release() deletes as the uid it is given: a snapshot
+ * of that uid's goes, another uid's stays, and the records go both ways.
+ */
+TEST(release_acts_as_the_vmm_uid)
+{
+	char dir[128], snap[160], path[320], err[256], recs[256];
+	struct cube_snapshot_info info = { 0 };
+	struct cube_mem_stats before, after;
+	unsigned long long tid;
+	uint64_t mine, theirs;
+	int dev;
+	FILE *f;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb7");
+	snprintf(path, sizeof(path), "%s/cube-snapshot-id", snap);
+	f = fopen(path, "r");
+	ASSERT_NE(f, NULL);
+	ASSERT_EQ(fscanf(f, "%llu", &tid), 1);
+	fclose(f);
+	mem_stats(&before);
+	mine = snapshot_as(60001, tid);
+	theirs = snapshot_as(60002, tid);
+	ASSERT_NE(mine, 0);
+	ASSERT_NE(theirs, 0);
+	mem_stats(&after);
+	EXPECT_EQ(after.snapshots, before.snapshots + 2);
+
+	snprintf(recs, sizeof(recs), "%s/checkpoints", dir);
+	write_rec(recs, "mine", mine, tid, (uint64_t)MEM_MIB << 20);
+	write_rec(recs, "theirs", theirs, tid, (uint64_t)MEM_MIB << 20);
+	EXPECT_EQ(cube_checkpoints_release(recs, 60001, err, sizeof(err)), 0);
+	EXPECT_EQ(dir_entries(recs), -1);
+
+	dev = open("/dev/cube", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(dev, 0);
+	info.id = mine;
+	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_INFO, &info), -1);
+	EXPECT_EQ(errno, ENOENT);
+	info.id = theirs;
+	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_INFO, &info), 0);
+	/* its own uid releases it */
+	write_rec(recs, "theirs", theirs, tid, (uint64_t)MEM_MIB << 20);
+	EXPECT_EQ(cube_checkpoints_release(recs, 60002, err, sizeof(err)), 0);
+	EXPECT_EQ(ioctl(dev, CUBE_IOC_SNAPSHOT_INFO, &info), -1);
+	EXPECT_EQ(errno, ENOENT);
+	close(dev);
+	mem_stats(&after);
+	EXPECT_EQ(after.snapshots, before.snapshots);
 	rm_tree(dir);
 }
 
