@@ -373,13 +373,12 @@ fail:
 
 static int make_dir(struct shim *s)
 {
-	char parent[PATH_MAX];
+	char parent[PATH_MAX], lock[PATH_MAX + 16];
+	int fd;
 
 	snprintf(parent, sizeof(parent), "%s/sandboxes", cube_run_dir());
 	mkdir(cube_run_dir(), 0755);
 	mkdir(parent, 0700);
-	char lock[PATH_MAX + 16];
-	int fd;
 
 	if (cube_sandbox_path(s->dir, sizeof(s->dir), s->id, NULL) ||
 	    mkdir(s->dir, 0700)) {
@@ -440,6 +439,30 @@ static void audit_network(uint64_t id)
 	cube_audit_id(id, "network", "cube-shim", f);
 }
 
+/* A behaviour-log event @what of sandbox @id with its "error". */
+static void audit_error(uint64_t id, const char *what, const char *err)
+{
+	struct json_object *f = json_object_new_object();
+
+	if (f)
+		json_object_object_add(f, "error",
+				       json_object_new_string(err));
+	cube_audit_id(id, what, "cube-shim", f);
+}
+
+/*
+ * The uid the VMM runs as: its jail's, but ours under CUBE_NO_JAIL=1,
+ * which makes cube-vmm ignore --jail-user (see vmm/main.c).
+ */
+static uid_t vmm_uid(const struct shim *s)
+{
+	const char *nj = getenv("CUBE_NO_JAIL");
+
+	if ((nj && !strcmp(nj, "1")) || !s->jail_id)
+		return geteuid();
+	return s->jail_id;
+}
+
 static void remove_dir(struct shim *s)
 {
 	static const char * const files[] = {
@@ -458,6 +481,8 @@ static void remove_dir(struct shim *s)
 	 * finds the lock gone).  Past its wait, the removal goes on anyway.
 	 */
 	lock = cube_sandbox_cp_lock(s->id, true, err);
+	if (lock < 0)
+		audit_error(s->id, "checkpoint_lock_not_taken", err);
 	snprintf(p, sizeof(p), "%s/" CUBE_CP_LOCK_FILE, s->dir);
 	unlink(p);
 	/*
@@ -467,17 +492,10 @@ static void remove_dir(struct shim *s)
 	 * another's snapshot deletes nothing.
 	 */
 	snprintf(p, sizeof(p), "%s/" CUBE_CP_DIR, s->dir);
-	ret = cube_checkpoints_release(p, s->jail_id ? s->jail_id : geteuid(),
-				       err, sizeof(err));
-	if (ret) {
-		struct json_object *f = json_object_new_object();
-
-		/* for the operator: what stays in cube.ko or the run dir */
-		if (f)
-			json_object_object_add(f, "error",
-					       json_object_new_string(err));
-		cube_audit_id(s->id, "checkpoints_left", "cube-shim", f);
-	}
+	ret = cube_checkpoints_release(p, vmm_uid(s), err, sizeof(err));
+	/* for the operator: what stays in cube.ko or the run dir */
+	if (ret)
+		audit_error(s->id, "checkpoints_left", err);
 	if (lock >= 0)
 		close(lock);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {

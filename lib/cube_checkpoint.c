@@ -5,15 +5,18 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
 #include <linux/cube.h>
 
 #include "cube_checkpoint.h"
@@ -74,12 +77,31 @@ static int delete_confirmed(int dev, const struct cube_ckpt_rec *rec)
 	return 0;
 }
 
+/* Whether this task holds no capability at all, effective or permitted. */
+static bool caps_empty(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	unsigned int i;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	for (i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		if (data[i].effective || data[i].permitted)
+			return false;
+	return true;
+}
+
 /*
  * delete_confirmed() for each of @n records, acting as @owner: when that
  * is not who we are, in a child that takes @owner's uid and gid and no
  * capability, so that cube.ko's owner check refuses every snapshot that is
  * not @owner's (a record a hostile VMM forged names another sandbox's).
- * @res[i] gets each result; returns 0, or -errno when no child could act.
+ * Taking another uid needs CAP_SETUID: the caller is root (cube-shim).
+ * @res[i] gets each result; returns 0, or -errno when no child could act
+ * (-EPERM: it could not become @owner, -ECHILD: it died).
  */
 static int delete_as(uid_t owner, int dev, const struct cube_ckpt_rec *recs,
 		     int *res, size_t n)
@@ -103,8 +125,9 @@ static int delete_as(uid_t owner, int dev, const struct cube_ckpt_rec *recs,
 		goto out;
 	}
 	if (pid == 0) {
+		/* a full change of uid from 0 drops every capability */
 		if (setgroups(0, NULL) || setresgid(owner, owner, owner) ||
-		    setresuid(owner, owner, owner))
+		    setresuid(owner, owner, owner) || !caps_empty())
 			_exit(1);
 		for (i = 0; i < n; i++)
 			shared[i] = delete_confirmed(dev, &recs[i]);
@@ -115,7 +138,9 @@ static int delete_as(uid_t owner, int dev, const struct cube_ckpt_rec *recs,
 			ret = -errno;
 			goto out;
 		}
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
+	if (WIFSIGNALED(st))
+		ret = -ECHILD;
+	else if (WEXITSTATUS(st))
 		ret = -EPERM;
 	else
 		memcpy(res, shared, sz);
@@ -227,7 +252,7 @@ int cube_checkpoints_release(const char *dir, uid_t owner, char *err,
 		close(dfd);
 		return ret;
 	}
-	list_checkpoints(dfd, &v, &n, err, errlen);
+	ret = list_checkpoints(dfd, &v, &n, err, errlen);
 	recs = calloc(n + 1, sizeof(*recs));
 	res = calloc(n + 1, sizeof(*res));
 	if (!recs || !res) {
@@ -239,9 +264,11 @@ int cube_checkpoints_release(const char *dir, uid_t owner, char *err,
 			recs[nrec++] = v[i].rec;
 	r = nrec ? delete_as(owner, dev, recs, res, nrec) : 0;
 	if (r) {
+		/* nothing deleted: every record stays, the rest goes */
 		note(&ret, err, errlen, r, "%s: cannot act as uid %u: %s",
 		     dir, (unsigned int)owner, strerror(-r));
-		goto out;
+		for (i = 0; i < nrec; i++)
+			res[i] = r;
 	}
 	for (i = 0, nrec = 0; i < n; i++) {
 		/* a snapshot that could not be deleted keeps its record */
@@ -299,10 +326,14 @@ int cube_checkpoint_remove(const char *dir, const char *name, char *err,
 	r = dev >= 0 ? cube_ckpt_rec_confirmed(dev, &rec) : 0;
 	if (dev >= 0)
 		close(dev);
+	if (r < 0) {
+		note(&ret, err, errlen, r, "%s/%s: cannot check its record: %s",
+		     dir, name, strerror(-r));
+		goto out;
+	}
 	if (r) {
-		note(&ret, err, errlen, r < 0 ? r : -EBUSY,
-		     "%s/%s: its record names a live snapshot%s%s", dir, name,
-		     r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
+		note(&ret, err, errlen, -EBUSY,
+		     "%s/%s: its record names a live snapshot", dir, name);
 		goto out;
 	}
 	ret = remove_files(dfd, name, err, errlen);

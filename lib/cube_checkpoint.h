@@ -23,9 +23,9 @@
  * confirms is still the recorded one (an id of an earlier module load, or
  * of a snapshot deleted since, is left alone), then remove @dir's
  * checkpoint directories and @dir itself.  The deletions are made as
- * @owner, the uid the VMM ran as (a child takes it when it is not ours),
- * so a record its VMM forged to name another user's snapshot deletes
- * nothing.  Idempotent; 0 when @dir does not exist.  Returns 0 or the first
+ * @owner, the uid the VMM ran as (a child takes it when it is not ours,
+ * which needs root), so a record its VMM forged to name another user's
+ * snapshot deletes nothing.  Idempotent; 0 when @dir does not exist.  Returns 0 or the first
  * -errno, described in @err; what could be released is released either
  * way, and a snapshot that could not be deleted keeps its record.  Not
  * while a cube-vmm still uses @dir.

@@ -215,7 +215,11 @@ int cube_sandbox_resume_vm(uint64_t id);
  * to disk.
  */
 #define CUBE_CP_NAME_MAX	65	/* 1..64 bytes and the NUL */
-/* in the run directory: held by the one rollback under way */
+/*
+ * in the run directory, made with it by cube-shim: held by the one
+ * checkpoint or rollback under way, and by cube-shim as it removes the
+ * directory (it unlinks the lock first)
+ */
 #define CUBE_CP_LOCK_FILE	"rollback.lock"
 /* in the run directory: the VMM's --checkpoint-dir */
 #define CUBE_CP_DIR		"checkpoints"

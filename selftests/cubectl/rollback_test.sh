@@ -235,7 +235,9 @@ EOF
 		ino=$(stat -c %i "$lock")
 		$C rollback "$a" c1 >/dev/null 2>&1 &
 		first=$!
-		for i in $(seq 20000); do
+		# until it holds the lock, or has ended without being seen
+		while read -r _ _ pst _ 2>/dev/null </proc/$first/stat &&
+			[ "$pst" != Z ]; do
 			grep -q "FLOCK.*:$ino " /proc/locks && break
 		done
 		$C rollback "$a" c1 >$T/out 2>$T/err
