@@ -373,31 +373,33 @@ fail:
 
 static int make_dir(struct shim *s)
 {
-	char parent[PATH_MAX], lock[PATH_MAX + 16];
-	int fd;
+	char parent[PATH_MAX], dir[sizeof(s->dir)], lock[PATH_MAX + 16];
+	int fd, e;
 
 	snprintf(parent, sizeof(parent), "%s/sandboxes", cube_run_dir());
 	mkdir(cube_run_dir(), 0755);
 	mkdir(parent, 0700);
 
-	if (cube_sandbox_path(s->dir, sizeof(s->dir), s->id, NULL) ||
-	    mkdir(s->dir, 0700)) {
-		report(s, errno, "cannot create the run directory: %s",
-		       strerror(errno));
-		return -errno;
+	/* s->dir only once it is ours: remove_dir() removes what it names */
+	e = cube_sandbox_path(dir, sizeof(dir), s->id, NULL);
+	if (e || mkdir(dir, 0700)) {
+		e = e ? -e : errno;
+		report(s, e, "cannot create the run directory: %s",
+		       strerror(e));
+		return -e;
 	}
 	/* the checkpoint lock: made here only, see remove_dir() */
-	snprintf(lock, sizeof(lock), "%s/" CUBE_CP_LOCK_FILE, s->dir);
+	snprintf(lock, sizeof(lock), "%s/" CUBE_CP_LOCK_FILE, dir);
 	fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 		  0600);
 	if (fd < 0) {
-		int e = errno;
-
+		e = errno;
 		report(s, e, "cannot create %s: %s", lock, strerror(e));
-		rmdir(s->dir);
+		rmdir(dir);
 		return -e;
 	}
 	close(fd);
+	memcpy(s->dir, dir, sizeof(dir));
 	return 0;
 }
 
@@ -481,7 +483,7 @@ static void remove_dir(struct shim *s)
 	 * finds the lock gone).  Past its wait, the removal goes on anyway.
 	 */
 	lock = cube_sandbox_cp_lock(s->id, true, err);
-	if (lock < 0)
+	if (lock == -EBUSY)
 		audit_error(s->id, "checkpoint_lock_not_taken", err);
 	snprintf(p, sizeof(p), "%s/" CUBE_CP_LOCK_FILE, s->dir);
 	unlink(p);

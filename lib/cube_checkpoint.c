@@ -77,8 +77,12 @@ static int delete_confirmed(int dev, const struct cube_ckpt_rec *rec)
 	return 0;
 }
 
-/* Whether this task holds no capability at all, effective or permitted. */
-static bool caps_empty(void)
+/*
+ * Clear this task's capabilities (a full change of uid from 0 already has,
+ * unless securebits kept them): true when none is left, effective or
+ * permitted.
+ */
+static bool drop_caps(void)
 {
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3,
@@ -86,6 +90,9 @@ static bool caps_empty(void)
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
 	unsigned int i;
 
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data))
+		return false;
 	if (syscall(SYS_capget, &hdr, data))
 		return false;
 	for (i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
@@ -125,9 +132,8 @@ static int delete_as(uid_t owner, int dev, const struct cube_ckpt_rec *recs,
 		goto out;
 	}
 	if (pid == 0) {
-		/* a full change of uid from 0 drops every capability */
 		if (setgroups(0, NULL) || setresgid(owner, owner, owner) ||
-		    setresuid(owner, owner, owner) || !caps_empty())
+		    setresuid(owner, owner, owner) || !drop_caps())
 			_exit(1);
 		for (i = 0; i < n; i++)
 			shared[i] = delete_confirmed(dev, &recs[i]);
@@ -236,6 +242,7 @@ int cube_checkpoints_release(const char *dir, uid_t owner, char *err,
 	struct ckpt_entry *v = NULL;
 	int dfd, dev, r, *res = NULL, ret = 0;
 	size_t n = 0, i, nrec = 0;
+	char why[256];
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0) {
@@ -278,10 +285,9 @@ int cube_checkpoints_release(const char *dir, uid_t owner, char *err,
 			     v[i].name, strerror(-r));
 			continue;
 		}
-		r = remove_files(dfd, v[i].name, err, errlen);
+		r = remove_files(dfd, v[i].name, why, sizeof(why));
 		if (r)
-			note(&ret, err, errlen, r, "%s/%s: %s", dir, v[i].name,
-			     strerror(-r));
+			note(&ret, err, errlen, r, "%s/%s", dir, why);
 	}
 	if (!ret && rmdir(dir) && errno != ENOENT)
 		note(&ret, err, errlen, -errno, "%s: %s", dir, strerror(errno));
