@@ -58,7 +58,10 @@ for (const c of concs) {
         total.push(r.value.total);
       } else {
         errors++;
-        console.log(`# concurrency ${c}: ${r.reason}`);
+        // fetch() hides the network error (reset, refused, closed) in cause
+        const why = r.reason?.cause;
+        console.log(`# concurrency ${c}: ${r.reason}` +
+          (why ? ` (${why.code || why.name || ''}${why.message ? ': ' + why.message : ''})` : ''));
       }
     }
     await Promise.allSettled(res.filter((r) => r.status === 'fulfilled')
