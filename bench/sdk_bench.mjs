@@ -34,9 +34,15 @@ async function one() {
   const t0 = performance.now();
   const sbx = await Sandbox.create(template, { timeoutMs: 300_000 });
   const t1 = performance.now();
-  const r = await sbx.commands.run('true');
+  try {
+    const r = await sbx.commands.run('true');
+    if (r.exitCode !== 0) throw new Error(`true exited ${r.exitCode}`);
+  } catch (e) {
+    // the sandbox exists: a failed run must not leave it to its timeout
+    await sbx.kill().catch(() => {});
+    throw e;
+  }
   const t2 = performance.now();
-  if (r.exitCode !== 0) throw new Error(`true exited ${r.exitCode}`);
   return { sbx, create: t1 - t0, total: t2 - t0 };
 }
 

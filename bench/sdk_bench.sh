@@ -40,10 +40,11 @@ done
 # the largest concurrency), then without one (BENCH_POOLS="1 0").
 st=0
 for pooled in ${BENCH_POOLS:-1 0}; do
+	# cube.sdk_bench=1: L1's e2b_serve.sh expects no SDK test's sandboxes
 	if [ "$pooled" = 1 ]; then
-		export L1_APPEND="cube.pool=${BENCH_POOL:-$max}"
+		export L1_APPEND="cube.sdk_bench=1 cube.pool=${BENCH_POOL:-$max}"
 	else
-		export L1_APPEND=
+		export L1_APPEND="cube.sdk_bench=1"
 	fi
 	echo "# sdk_bench: $([ "$pooled" = 1 ] && echo "warm pool of ${BENCH_POOL:-$max}" || echo "no pool")"
 	{ BENCH_POOLED=$pooled VMTEST_DIR=$dir-$pooled \

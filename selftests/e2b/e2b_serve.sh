@@ -13,7 +13,10 @@
 # left: it kills only the sandboxes the SDK run leaves on purpose (those
 # and the done marker), then counts sandboxes, VMM processes, paused
 # records and templates before sweeping anything.  Skips unless L1 was
-# booted with forwarded ports.
+# booted with forwarded ports.  cube.sdk_bench=1 on L1's command line
+# (bench/sdk_bench.sh) says the build host runs a benchmark, not the SDK
+# tests: no sandbox then asks for egress policies, so that check is left
+# out of the plan.
 cd "$(dirname "$0")" || exit 1
 
 if ! grep -q 'cube.net=1' /proc/cmdline; then
@@ -65,7 +68,9 @@ wait_for() {
 }
 
 echo "KTAP version 1"
-echo "1..13"
+bench=0
+grep -q 'cube\.sdk_bench=1' /proc/cmdline && bench=1
+echo "1..$((13 - bench))"
 rm -rf /tmp/e2b-test
 mkdir -p "$CUBE_STATE_DIR" "$CUBE_RUN_DIR"
 rootfs=$(ls /dev/disk/cube/rootfs-*.ext4 2>/dev/null | head -n 1)
@@ -179,8 +184,10 @@ for f in "$CUBE_RUN_DIR"/sandboxes/*/e2b.json; do
 		netmsg="$netmsg sandbox $id: want '$(sorted "$want")', cubectl net show says '$got';"
 	fi
 done
-[ $nnet -ge 2 ] || { netst=1; netmsg="$netmsg only $nnet sandbox(es) with cube-net-expect;"; }
-check "E2B network settings are the policies cubectl net show reads back" $netst "$netmsg"
+if [ $bench = 0 ]; then
+	[ $nnet -ge 2 ] || { netst=1; netmsg="$netmsg only $nnet sandbox(es) with cube-net-expect;"; }
+	check "E2B network settings are the policies cubectl net show reads back" $netst "$netmsg"
+fi
 kill $cubed_pid 2>/dev/null
 wait $cubed_pid
 st=$?
