@@ -38,7 +38,9 @@ esac
 sed -n 's/^[[:space:]]*bench: figure=//p' "$log" > "$out/figures.txt"
 sed -n 's/^[[:space:]]*bench: samples=//p' "$log" > "$out/samples.txt"
 
-# the slope of host memory against N idle sandboxes: what one more costs
+# the slope of host memory against N idle sandboxes: what one more costs,
+# between the two largest N (MemAvailable moves by megabytes on its own, so
+# a count of 1 says little; many sandboxes swamp that noise)
 slope=$(awk '$1 == "memory_idle" {
 	n = h = 0
 	for (i = 2; i <= NF; i++) {
@@ -49,9 +51,11 @@ slope=$(awk '$1 == "memory_idle" {
 	if (n > 0) { N[++k] = n; T[k] = n * h }
 } END {
 	if (k < 2) exit
-	lo = hi = 1
-	for (i = 2; i <= k; i++) { if (N[i] < N[lo]) lo = i; if (N[i] > N[hi]) hi = i }
-	if (N[hi] > N[lo])
+	hi = 1
+	for (i = 2; i <= k; i++) if (N[i] > N[hi]) hi = i
+	lo = 0
+	for (i = 1; i <= k; i++) if (N[i] < N[hi] && (!lo || N[i] > N[lo])) lo = i
+	if (lo)
 		printf "memory_slope from_n=%d to_n=%d host_kib_per_sandbox=%.0f\n", N[lo], N[hi], (T[hi] - T[lo]) / (N[hi] - N[lo])
 }' "$out/figures.txt")
 [ -n "$slope" ] && echo "$slope" >> "$out/figures.txt"

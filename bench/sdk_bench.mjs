@@ -32,7 +32,13 @@ function pct(sorted, p) {
 
 async function one() {
   const t0 = performance.now();
-  const sbx = await Sandbox.create(template, { timeoutMs: 300_000 });
+  let sbx;
+  try {
+    sbx = await Sandbox.create(template, { timeoutMs: 300_000 });
+  } catch (e) {
+    e.stage = 'create';
+    throw e;
+  }
   const t1 = performance.now();
   try {
     const r = await sbx.commands.run('true');
@@ -40,6 +46,7 @@ async function one() {
   } catch (e) {
     // the sandbox exists: a failed run must not leave it to its timeout
     await sbx.kill().catch(() => {});
+    e.stage = 'run';
     throw e;
   }
   const t2 = performance.now();
@@ -66,7 +73,7 @@ for (const c of concs) {
         errors++;
         // fetch() hides the network error (reset, refused, closed) in cause
         const why = r.reason?.cause;
-        console.log(`# concurrency ${c}: ${r.reason}` +
+        console.log(`# concurrency ${c}, round ${round + 1}, ${r.reason?.stage || '?'}: ${r.reason}` +
           (why ? ` (${why.code || why.name || ''}${why.message ? ': ' + why.message : ''})` : ''));
       }
     }
