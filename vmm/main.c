@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -1392,6 +1393,17 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	/*
+	 * No transparent huge pages for this process: with THP "always"
+	 * (Debian's default) khugepaged turns any 2 MiB range of a thread
+	 * stack or heap that holds one page into a huge page, 2 MiB of host
+	 * memory for a few KiB in use.  A restore's guest memory is the
+	 * module's or a snapshot file's, never THP anyway; a fresh boot's
+	 * (a template's build) gets 4 KiB pages.  Kept across exec.
+	 */
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+		pr_err("PR_SET_THP_DISABLE: %s (huge pages may inflate this VMM)",
+		       strerror(errno));
 	/*
 	 * Development on a host without cgroup v2 or seccomp: the whole
 	 * stack (cubectl, cubed, cube-shim) passes its environment down.
