@@ -18,8 +18,11 @@
 #   * memory: $BENCH_MEM_N (default "1 10 50") idle sandboxes at once, per
 #     sandbox: host memory, cgroup, guest private pages, VMM overhead;
 #   * what an idle guest does: one sandbox idles $BENCH_PROBE_S seconds
-#     (default 20; 0 leaves this out) while the guest kernel traces its
-#     timers, work items and interrupts; the most frequent are listed, with
+#     (default 20; 0 leaves this out) untraced, and the guest pages it made
+#     its own meanwhile are counted, with its memory as its kernel sees it
+#     (huge pages, page cache, slab); then as long again while the guest
+#     kernel traces its timers, work items and interrupts; the most
+#     frequent are listed, with
 #     their rate (the wakeups that cost VM exits while nothing runs), with
 #     the guest's timer device and APIC mode, and meanwhile this kernel's
 #     trace of the same VM: its exits by reason and the APIC registers and
@@ -92,6 +95,70 @@ run() {
 	st=$?
 	child=
 	return $st
+}
+# private_pages ID: the guest pages sandbox ID holds as its own (the module's count)
+private_pages() {
+	$C --json inspect "$1" 2>/dev/null |
+		sed -n 's/.*"private_pages": *\([0-9]*\).*/\1/p' | head -n 1
+}
+# vmm_pid ID: the process that runs sandbox ID's VM (the shim's child at
+# the bottom: the VMM runs the VM in a child of its own)
+vmm_pid() {
+	local p c d=0
+
+	p=$($C --json inspect "$1" 2>/dev/null | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p' | head -n 1)
+	while [ -n "$p" ] && [ $d -lt 3 ]; do
+		c=$(awk '{ print $1 }' "/proc/$p/task/$p/children" 2>/dev/null)
+		[ -n "$c" ] || break
+		p=$c d=$((d + 1))
+	done
+	[ $d -gt 0 ] && echo "$p"
+}
+# classify_private ID: what the guest pages sandbox ID holds as its own
+# are, as its kernel's /proc/kpageflags and kpagecount tell (read in the
+# guest, which makes a few more its own meanwhile)
+classify_private() {
+	local vmm sid ranges
+
+	vmm=$(vmm_pid "$1")
+	sid=$(awk '{ print $1; exit }' "$CUBE_STATE_DIR/templates/$T/snapshot/cube-snapshot-id" 2>/dev/null)
+	if [ -z "$vmm" ] || [ -z "$sid" ] ||
+	   ! ranges=$("$here/private_pages" "$vmm" "$sid" 2>"$work/private.err"); then
+		echo "bench: missing=private_kinds reason=\"the private pages could not be listed: $(tail -n 1 "$work/private.err" 2>/dev/null | tr -d '"')\""
+		return
+	fi
+	$C exec "$1" -- python3 -c '
+import struct, sys
+pages = []
+for r in sys.argv[1].split(","):
+    if r:
+        a, _, b = r.partition("-")
+        pages.extend(range(int(a), int(b or a) + 1))
+bit = lambda f, n: f >> n & 1
+kinds = {}
+with open("/proc/kpageflags", "rb") as fl, open("/proc/kpagecount", "rb") as fc:
+    for p in pages:
+        fl.seek(p * 8); f, = struct.unpack("Q", fl.read(8))
+        fc.seek(p * 8); c, = struct.unpack("Q", fc.read(8))
+        if bit(f, 7): k = "slab"
+        elif bit(f, 10): k = "free"
+        elif bit(f, 26): k = "page_tables"
+        elif bit(f, 12): k = "anon"
+        elif bit(f, 5) or bit(f, 11): k = "page_cache"
+        elif bit(f, 32): k = "reserved"
+        elif bit(f, 16): k = "compound_tail"
+        elif c == 0: k = "free"
+        else: k = "other_kernel"
+        kinds[k] = kinds.get(k, 0) + 1
+print(len(pages), " ".join("%s=%d" % kv for kv in sorted(kinds.items())))
+' "$ranges" > "$work/private-kinds" 2>&1
+	awk 'NR == 1 && NF >= 2 && $1 ~ /^[0-9]+$/ {
+		n = $1; $1 = ""
+		printf "# idle guest: its %d private pages, as its kernel sees them:%s\n", n, $0
+		printf "bench: figure=private_kinds pages=%d%s\n", n, $0
+		f = 1
+	} END { exit !f }' "$work/private-kinds" ||
+		echo "bench: missing=private_kinds reason=\"the guest could not read its page flags: $(tail -n 1 "$work/private-kinds" | tr -d '"')\""
 }
 cleanup() {
 	trap - EXIT INT TERM HUP
@@ -220,6 +287,12 @@ while read -r l; do case $l in flags*) echo "$l"; break ;; esac; done < /proc/cp
 		printf "# idle guest: timer %s, clock source %s, x2APIC %s, TSC deadline %s\n", ce, cs, x2 ? "yes" : "no", dl ? "yes" : "no"
 		printf "bench: figure=guest_timer clockevent=%s clocksource=%s x2apic=%d tsc_deadline=%d\n", ce, cs, x2, dl
 	}' "$work/guest-timer"
+	# what the idle guest makes its own while nothing runs and nothing
+	# traces it (tracing fills a ring buffer in the guest)
+	priv0=$(private_pages "$id")
+	sleep "$probe_s"
+	priv1=$(private_pages "$id")
+	classify_private "$id"
 	$C exec "$id" -- sh -c '
 t=/sys/kernel/tracing
 [ -w $t/trace ] || mount -t tracefs tracefs $t 2>/dev/null
@@ -239,17 +312,11 @@ cat $t/trace' > "$work/probe" 2>&1 &
 	ht=/sys/kernel/tracing
 	[ -w $ht/trace ] || ht=/sys/kernel/debug/tracing
 	hw=$((probe_s - 6))
-	vmm=$($C --json inspect "$id" 2>/dev/null | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p' | head -n 1)
-	d=0
-	while [ -n "$vmm" ] && [ $d -lt 3 ]; do
-		c=$(awk '{ print $1 }' "/proc/$vmm/task/$vmm/children" 2>/dev/null)
-		[ -n "$c" ] || break
-		vmm=$c d=$((d + 1))
-	done
+	vmm=$(vmm_pid "$id")
 	if [ "$hw" -ge 5 ] && [ -w "$ht/trace" ] && [ -d "$ht/events/kvm/kvm_exit" ]; then
 		sleep 3
 		echo 0 > $ht/tracing_on; echo > $ht/trace
-		if [ $d -gt 0 ] && [ -d "/proc/$vmm/task" ]; then
+		if [ -n "$vmm" ] && [ -d "/proc/$vmm/task" ]; then
 			echo $(ls "/proc/$vmm/task") > $ht/set_event_pid
 		else
 			echo "# idle host: the VMM not found: every VM of this host traced"
@@ -288,6 +355,19 @@ cat $t/trace' > "$work/probe" 2>&1 &
 	wait "$child"
 	st=$?
 	child=
+	# huge pages in the guest: each one 512 pages the host holds for it
+	$C exec "$id" -- sh -c 'cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo none
+grep -E "^(AnonHugePages|Cached|AnonPages|PageTables|Slab):" /proc/meminfo' \
+		> "$work/guest-mem" 2>/dev/null
+	awk -v p0="${priv0:-}" -v p1="${priv1:-}" '
+	NR == 1 { thp = $0; if (match($0, /\[[a-z]+\]/)) thp = substr($0, RSTART + 1, RLENGTH - 2) }
+	/^[A-Za-z]+:/ { sub(":", "", $1); kb[$1] = $2 }
+	END {
+		if (p0 == "" || p1 == "" || !("AnonHugePages" in kb)) exit 1
+		printf "# idle guest: private pages %d, %d after %d s idle, untraced; huge pages %d KiB (THP %s); anon %d, page cache %d, slab %d, page tables %d KiB\n", p0, p1, s, kb["AnonHugePages"], thp, kb["AnonPages"], kb["Cached"], kb["Slab"], kb["PageTables"]
+		printf "bench: figure=idle_guest_memory window_s=%d private_pages_start=%d private_pages_end=%d anon_huge_kib=%d thp=%s anon_kib=%d cached_kib=%d slab_kib=%d page_tables_kib=%d\n", s, p0, p1, kb["AnonHugePages"], thp, kb["AnonPages"], kb["Cached"], kb["Slab"], kb["PageTables"]
+	}' s="$probe_s" "$work/guest-mem" ||
+		echo "bench: missing=idle_guest_memory reason=\"the guest's /proc/meminfo or the sandbox's private pages could not be read\""
 	$C kill "$id" >/dev/null 2>&1
 	if [ $st = 0 ]; then
 		awk -v s="$probe_s" '
@@ -314,9 +394,11 @@ cat $t/trace' > "$work/probe" 2>&1 &
 		echo "bench: missing=idle_guest reason=\"no trace in the guest: $(tail -n 1 "$work/probe" | tr -d '"')\""
 	fi
 elif [ "$probe_s" -gt 0 ]; then
-	echo 'bench: missing=idle_guest reason="the probe sandbox could not be created"'
+	for f in idle_guest guest_timer idle_host_exits idle_guest_memory private_kinds; do
+		echo "bench: missing=$f reason=\"the probe sandbox could not be created\""
+	done
 else
-	for f in idle_guest guest_timer idle_host_exits; do
+	for f in idle_guest guest_timer idle_host_exits idle_guest_memory private_kinds; do
 		echo "bench: missing=$f reason=\"BENCH_PROBE_S=0\""
 	done
 fi
