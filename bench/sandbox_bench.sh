@@ -114,19 +114,33 @@ vmm_pid() {
 	done
 	[ $d -gt 0 ] && echo "$p"
 }
-# classify_private ID: what the guest pages sandbox ID holds as its own
-# are, as its kernel's /proc/kpageflags and kpagecount tell (read in the
-# guest, which makes a few more its own meanwhile)
+# classify_private ID [ID2]: what the guest pages sandbox ID holds as its
+# own are, as its kernel's /proc/kpageflags and kpagecount tell (read in
+# the guest, which makes a few more its own meanwhile), and what they hold:
+# zeros, the snapshot's bytes, the same bytes as sibling ID2's
 classify_private() {
-	local vmm sid ranges
+	local vmm vmm2= sid ranges why
 
 	vmm=$(vmm_pid "$1")
+	[ -z "${2:-}" ] || vmm2=$(vmm_pid "$2")
 	sid=$(awk '{ print $1; exit }' "$CUBE_STATE_DIR/templates/$T/snapshot/cube-snapshot-id" 2>/dev/null)
 	if [ -z "$vmm" ] || [ -z "$sid" ] ||
-	   ! ranges=$("$here/private_pages" "$vmm" "$sid" 2>"$work/private.err"); then
-		echo "bench: missing=private_kinds reason=\"the private pages could not be listed: $(tail -n 1 "$work/private.err" 2>/dev/null | tr -d '"')\""
+	   ! ranges=$("$here/private_pages" "$vmm" "$sid" $vmm2 2>"$work/private.err"); then
+		why="the private pages could not be listed: $(tail -n 1 "$work/private.err" 2>/dev/null | tr -d '"')"
+		echo "bench: missing=private_kinds reason=\"$why\""
+		echo "bench: missing=private_contents reason=\"$why\""
 		return
 	fi
+	awk '$1 == "contents" {
+		$1 = ""
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		printf "# idle guest: of its %d private pages, %d hold zeros and %d the snapshot'"'"'s bytes", v["private"], v["zero"], v["as_snapshot"]
+		if ("same_in_both" in v)
+			printf "; of the %d a sibling that ran the same holds too, %d hold the same bytes in both", v["private_in_both"], v["same_in_both"]
+		printf "\nbench: figure=private_contents%s\n", $0
+		f = 1
+	} END { exit !f }' "$work/private.err" ||
+		echo "bench: missing=private_contents reason=\"private_pages printed no contents line\""
 	$C exec "$1" -- python3 -c '
 import struct, sys
 pages = []
@@ -268,15 +282,20 @@ fi
 # work items run and interrupts taken while one sandbox idles
 probe_s=${BENCH_PROBE_S:-20}
 if [ "$probe_s" -gt 0 ] && id=$($C create --template $T 2>/dev/null); then
-	$C exec "$id" -- true >/dev/null 2>&1
 	# the guest's timer device, clock source and CPU flags: what its kernel
 	# programs its timer through (lapic-deadline: an MSR write; lapic: the
 	# APIC's initial count, an MSR in x2APIC mode, MMIO in xAPIC mode)
-	$C exec "$id" -- sh -c '
+	timer_info='
 echo "clockevent $(cat /sys/devices/system/clockevents/clockevent0/current_device)"
 echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
-while read -r l; do case $l in flags*) echo "$l"; break ;; esac; done < /proc/cpuinfo' \
-		> "$work/guest-timer" 2>/dev/null
+while read -r l; do case $l in flags*) echo "$l"; break ;; esac; done < /proc/cpuinfo'
+	$C exec "$id" -- true >/dev/null 2>&1
+	$C exec "$id" -- sh -c "$timer_info" > "$work/guest-timer" 2>/dev/null
+	# a sibling that ran the same: which of their own pages the two share
+	if id2=$($C create --template $T 2>/dev/null); then
+		$C exec "$id2" -- true >/dev/null 2>&1
+		$C exec "$id2" -- sh -c "$timer_info" >/dev/null 2>&1
+	fi
 	awk '$1 == "clockevent" { ce = $2 } $1 == "clocksource" { cs = $2 } $1 == "flags" {
 		for (i = 1; i <= NF; i++) { if ($i == "x2apic") x2 = 1; if ($i == "tsc_deadline_timer") dl = 1 }
 		f = 1
@@ -292,7 +311,8 @@ while read -r l; do case $l in flags*) echo "$l"; break ;; esac; done < /proc/cp
 	priv0=$(private_pages "$id")
 	sleep "$probe_s"
 	priv1=$(private_pages "$id")
-	classify_private "$id"
+	classify_private "$id" "$id2"
+	[ -z "$id2" ] || $C kill "$id2" >/dev/null 2>&1
 	$C exec "$id" -- sh -c '
 t=/sys/kernel/tracing
 [ -w $t/trace ] || mount -t tracefs tracefs $t 2>/dev/null
@@ -394,11 +414,11 @@ grep -E "^(AnonHugePages|Cached|AnonPages|PageTables|Slab):" /proc/meminfo' \
 		echo "bench: missing=idle_guest reason=\"no trace in the guest: $(tail -n 1 "$work/probe" | tr -d '"')\""
 	fi
 elif [ "$probe_s" -gt 0 ]; then
-	for f in idle_guest guest_timer idle_host_exits idle_guest_memory private_kinds; do
+	for f in idle_guest guest_timer idle_host_exits idle_guest_memory private_kinds private_contents; do
 		echo "bench: missing=$f reason=\"the probe sandbox could not be created\""
 	done
 else
-	for f in idle_guest guest_timer idle_host_exits idle_guest_memory private_kinds; do
+	for f in idle_guest guest_timer idle_host_exits idle_guest_memory private_kinds private_contents; do
 		echo "bench: missing=$f reason=\"BENCH_PROBE_S=0\""
 	done
 fi
