@@ -1394,14 +1394,15 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	/*
-	 * No transparent huge pages for this process: with THP "always"
-	 * (Debian's default) khugepaged turns any 2 MiB range of a thread
-	 * stack or heap that holds one page into a huge page, 2 MiB of host
-	 * memory for a few KiB in use.  A restore's guest memory is the
-	 * module's or a snapshot file's, never THP anyway; a fresh boot's
-	 * (a template's build) gets 4 KiB pages.  Kept across exec.
+	 * A restore (a sandbox: many, long-lived) runs without transparent
+	 * huge pages: with THP "always" (Debian's default) khugepaged turns
+	 * any 2 MiB range of a thread stack or heap that holds one page into
+	 * a huge page, 2 MiB of host memory for a few KiB in use.  Its guest
+	 * memory is the module's or a snapshot file's, never THP anyway.  A
+	 * fresh boot (a template's build: one, short) keeps huge pages for
+	 * its anonymous guest memory, which faults in 2 MiB at a time.
 	 */
-	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+	if (m.o.restore && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
 		pr_err("PR_SET_THP_DISABLE: %s (huge pages may inflate this VMM)",
 		       strerror(errno));
 	/*
