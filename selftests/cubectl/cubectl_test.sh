@@ -329,8 +329,16 @@ run() {
 		not_ok "ls shows it running" "$($C ls)"
 	fi
 	# khugepaged would give a shim's or VMM's stack a 2 MiB page
-	thp=$(for p in $(grep -l '^cube-\(vmm\|shim\)$' /proc/[0-9]*/comm 2>/dev/null); do
-		awk '/^THP_enabled:/ { print $2 }' "${p%/comm}/status"
+	# (this sandbox's: its shim and what it started, not a build's VMM)
+	procs=$($C --json inspect "$id" | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p')
+	for level in 1 2; do
+		for p in $procs; do
+			procs="$procs $(cat /proc/$p/task/*/children 2>/dev/null)"
+		done
+		procs=$(echo $procs | tr ' ' '\n' | sort -u)
+	done
+	thp=$(for p in $procs; do
+		awk '/^THP_enabled:/ { print $2 }' "/proc/$p/status"
 	done | sort | uniq -c | tr -s ' ')
 	# (the shim, the VMM and the child it runs the VM in: all at 0)
 	if [ "${thp% 0}" != "$thp" ] && [ "${thp% 0}" -ge 2 ] 2>/dev/null; then
