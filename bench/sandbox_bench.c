@@ -921,26 +921,49 @@ static int mem_level(const char *tmpl, int n)
 	return ok == n ? 0 : 1;
 }
 
+/* The host's /proc/meminfo fields a density run reports the change of. */
+static const char *const density_fields[] = {
+	"MemFree", "Cached", "AnonPages", "Shmem", "Slab", "SUnreclaim",
+	"KernelStack", "PageTables", "Percpu",
+};
+#define NR_DENSITY_FIELDS	(sizeof(density_fields) / sizeof(density_fields[0]))
+
+static void density_meminfo(long *v)
+{
+	char key[32];
+	size_t i;
+
+	for (i = 0; i < NR_DENSITY_FIELDS; i++) {
+		snprintf(key, sizeof(key), "%s:", density_fields[i]);
+		v[i] = kib_field("/proc/meminfo", key);
+	}
+}
+
 /*
  * Sandboxes made one by one until the host memory they use passes
- * @budget_mib, a create fails, or @max are up.
+ * @budget_mib, a create fails, or @max are up.  Then where the memory
+ * went: the change of the host's /proc/meminfo fields, per sandbox made.
  */
 static int density(const char *tmpl, int budget_mib, int max)
 {
 	struct sample *s = calloc(max, sizeof(*s));
 	long a0 = mem_available_kib(), used = 0;
+	long m0[NR_DENSITY_FIELDS], m1[NR_DENSITY_FIELDS];
 	const char *vmm = getenv("CUBE_VMM");
-	int n = 0;
+	int n = 0, made = 0;
 	const char *why = "the maximum";
+	size_t i;
 
 	if (!s)
 		return -ENOMEM;
+	density_meminfo(m0);
 	while (n < max && !stopping) {
 		if (batch(tmpl, s + n, 1) != 1 || !s[n].ok) {
 			why = "a create failed";
 			break;
 		}
 		n++;
+		made = n;
 		used = a0 - mem_available_kib();
 		if (used > (long)budget_mib * 1024) {
 			why = "the budget";
@@ -948,10 +971,22 @@ static int density(const char *tmpl, int budget_mib, int max)
 			break;
 		}
 	}
+	density_meminfo(m1);
 	printf("# density: %d idle sandboxes in %d MiB (stopped by %s; %ld KiB used by the last count + 1), VMM %s\n",
 	       n, budget_mib, why, used, vmm ? vmm : "cube-vmm");
 	printf("bench: figure=density budget_mib=%d sandboxes=%d stopped_by=\"%s\" host_kib=%ld\n",
 	       budget_mib, n, why, used);
+	if (made) {
+		printf("# density: per sandbox made (%d), the host's /proc/meminfo moved by (KiB):", made);
+		for (i = 0; i < NR_DENSITY_FIELDS; i++)
+			printf(" %s %+ld", density_fields[i],
+			       (m1[i] - m0[i]) / made);
+		printf("\nbench: figure=density_meminfo made=%d", made);
+		for (i = 0; i < NR_DENSITY_FIELDS; i++)
+			printf(" %s_kib=%ld", density_fields[i],
+			       (m1[i] - m0[i]) / made);
+		printf("\n");
+	}
 	kill_ours();
 	free(s);
 	return 0;
