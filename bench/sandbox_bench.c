@@ -940,6 +940,31 @@ static void density_meminfo(long *v)
 }
 
 /*
+ * KiB in xarray and radix tree nodes (/proc/slabinfo's radix_tree_node:
+ * active objects times their size), where a clone keeps its page
+ * entries; -1 when slabinfo cannot be read.
+ */
+static long xarray_node_kib(void)
+{
+	unsigned long active, total, size;
+	char line[512];
+	long kib = -1;
+	FILE *f = fopen("/proc/slabinfo", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "radix_tree_node %lu %lu %lu", &active, &total,
+			   &size) == 3) {
+			kib = (long)(active * size / 1024);
+			break;
+		}
+	}
+	fclose(f);
+	return kib;
+}
+
+/*
  * Sandboxes made one by one until the host memory they use passes
  * @budget_mib, a create fails, or @max are up.  Then where the memory
  * went: the change of the host's /proc/meminfo fields, per sandbox made.
@@ -948,7 +973,7 @@ static int density(const char *tmpl, int budget_mib, int max)
 {
 	struct sample *s = calloc(max, sizeof(*s));
 	long a0 = mem_available_kib(), used = 0;
-	long m0[NR_DENSITY_FIELDS], m1[NR_DENSITY_FIELDS];
+	long m0[NR_DENSITY_FIELDS], m1[NR_DENSITY_FIELDS], x0, x1;
 	const char *vmm = getenv("CUBE_VMM");
 	int n = 0, made = 0;
 	const char *why = "the maximum";
@@ -957,6 +982,7 @@ static int density(const char *tmpl, int budget_mib, int max)
 	if (!s)
 		return -ENOMEM;
 	density_meminfo(m0);
+	x0 = xarray_node_kib();
 	while (n < max && !stopping) {
 		if (batch(tmpl, s + n, 1) != 1 || !s[n].ok) {
 			why = "a create failed";
@@ -972,6 +998,7 @@ static int density(const char *tmpl, int budget_mib, int max)
 		}
 	}
 	density_meminfo(m1);
+	x1 = xarray_node_kib();
 	printf("# density: %d idle sandboxes in %d MiB (stopped by %s; %ld KiB used by the last count + 1), VMM %s\n",
 	       n, budget_mib, why, used, vmm ? vmm : "cube-vmm");
 	printf("bench: figure=density budget_mib=%d sandboxes=%d stopped_by=\"%s\" host_kib=%ld\n",
@@ -981,10 +1008,14 @@ static int density(const char *tmpl, int budget_mib, int max)
 		for (i = 0; i < NR_DENSITY_FIELDS; i++)
 			printf(" %s %+ld", density_fields[i],
 			       (m1[i] - m0[i]) / made);
+		if (x0 >= 0 && x1 >= 0)
+			printf("; of the slab, xarray nodes %+ld", (x1 - x0) / made);
 		printf("\nbench: figure=density_meminfo made=%d", made);
 		for (i = 0; i < NR_DENSITY_FIELDS; i++)
 			printf(" %s_kib=%ld", density_fields[i],
 			       (m1[i] - m0[i]) / made);
+		if (x0 >= 0 && x1 >= 0)
+			printf(" xarray_nodes_kib=%ld", (x1 - x0) / made);
 		printf("\n");
 	}
 	kill_ours();
