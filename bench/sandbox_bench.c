@@ -1003,19 +1003,22 @@ static int density(const char *tmpl, int budget_mib, int max)
 	       n, budget_mib, why, used, vmm ? vmm : "cube-vmm");
 	printf("bench: figure=density budget_mib=%d sandboxes=%d stopped_by=\"%s\" host_kib=%ld\n",
 	       budget_mib, n, why, used);
-	if (made) {
-		printf("# density: per sandbox made (%d), the host's /proc/meminfo moved by (KiB):", made);
-		for (i = 0; i < NR_DENSITY_FIELDS; i++)
-			printf(" %s %+ld", density_fields[i],
-			       (m1[i] - m0[i]) / made);
+	for (i = 0; made && i < 2; i++) {
+		bool fig = i;	/* the comment line, then the figure */
+		size_t f;
+
+		if (fig)
+			printf("bench: figure=density_meminfo made=%d", made);
+		else
+			printf("# density: per sandbox made (%d), the host's /proc/meminfo moved by (KiB):",
+			       made);
+		for (f = 0; f < NR_DENSITY_FIELDS; f++)
+			printf(fig ? " %s_kib=%ld" : " %s %+ld",
+			       density_fields[f], (m1[f] - m0[f]) / made);
 		if (x0 >= 0 && x1 >= 0)
-			printf("; of the slab, xarray nodes %+ld", (x1 - x0) / made);
-		printf("\nbench: figure=density_meminfo made=%d", made);
-		for (i = 0; i < NR_DENSITY_FIELDS; i++)
-			printf(" %s_kib=%ld", density_fields[i],
-			       (m1[i] - m0[i]) / made);
-		if (x0 >= 0 && x1 >= 0)
-			printf(" xarray_nodes_kib=%ld", (x1 - x0) / made);
+			printf(fig ? " xarray_nodes_kib=%ld" :
+				     "; of the slab, xarray nodes %+ld",
+			       (x1 - x0) / made);
 		printf("\n");
 	}
 	kill_ours();
