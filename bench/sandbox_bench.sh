@@ -22,11 +22,10 @@
 #     its own meanwhile are counted, with its memory as its kernel sees it
 #     (huge pages, page cache, slab); then as long again while the guest
 #     kernel traces its timers, work items and interrupts; the most
-#     frequent are listed, with
-#     their rate (the wakeups that cost VM exits while nothing runs), with
-#     the guest's timer device and APIC mode, and meanwhile this kernel's
-#     trace of the same VM: its exits by reason and the APIC registers and
-#     MSRs written;
+#     frequent are listed, with their rate (the wakeups that cost VM exits
+#     while nothing runs), with the guest's timer device and APIC mode, and
+#     meanwhile this kernel's trace of the same VM: its exits by reason and
+#     the APIC registers and MSRs written;
 #   * density: idle sandboxes made until they use $BENCH_DENSITY_MIB
 #     (default 512; 0 leaves this out) of host memory, at most
 #     $BENCH_DENSITY_MAX (default 200), once onto /dev/cube clones and once
@@ -96,8 +95,9 @@ run() {
 	child=
 	return $st
 }
-# private_pages ID: the guest pages sandbox ID holds as its own (the module's count)
-private_pages() {
+# private_count ID: how many guest pages sandbox ID holds as its own (the
+# module's count; bench/private_pages says which)
+private_count() {
 	$C --json inspect "$1" 2>/dev/null |
 		sed -n 's/.*"private_pages": *\([0-9]*\).*/\1/p' | head -n 1
 }
@@ -308,9 +308,9 @@ while read -r l; do case $l in flags*) echo "$l"; break ;; esac; done < /proc/cp
 	}' "$work/guest-timer"
 	# what the idle guest makes its own while nothing runs and nothing
 	# traces it (tracing fills a ring buffer in the guest)
-	priv0=$(private_pages "$id")
+	priv0=$(private_count "$id")
 	sleep "$probe_s"
-	priv1=$(private_pages "$id")
+	priv1=$(private_count "$id")
 	classify_private "$id" "$id2"
 	[ -z "$id2" ] || $C kill "$id2" >/dev/null 2>&1
 	$C exec "$id" -- sh -c '
