@@ -24,16 +24,28 @@
 # backtrace before it stops; the run fails.  It is not made again: with
 # one vCPU a stall is a hang, and a clean second run would hide it.
 #
-# One failure is made again, once: a failed run during which L1's clock
-# ran ahead of the host's by more than a minute (clockjump.sh: the host
-# paused or starved QEMU, and every timeout in L1 fired early).  The report
-# says so, the first run's files stay in DIR/first/, and the second run's
-# verdict is the run's.  Not with FWD, where the host drives the tests, and
-# never a stalled run, whatever its clock did (retryable below).
+# L1's /init writes a heartbeat line to its third serial port every 5 s
+# (DIR/heartbeat.log), from a timer in L1 and not from the tests.  When
+# the heartbeat and the results have both been silent for HB_STALL
+# seconds (default 120) and every vCPU, read twice 10 s apart, sits in HLT
+# with interrupts enabled, L1 has lost its interrupts: its kernel has a
+# timer due within 5 s and nothing to run, and no interrupt reaches it.
+# No code in L1 can leave a CPU so; QEMU's TCG was seen to (CI, stop 28:
+# vmm_dev_test, HLT=1 with IF set, for 720 s).  That stall is dumped as
+# the other (registers, the local APIC's state, an NMI backtrace), named
+# for what it is (DIR/lost-interrupts), and is retryable below.
+#
+# A failed run is made again, once, in two cases: L1 lost its interrupts,
+# or L1's clock ran ahead of the host's by more than a minute during it
+# (clockjump.sh: the host paused or starved QEMU, and every timeout in L1
+# fired early) and it did not stall.  The report says which, the first
+# run's files stay in DIR/first/, and the second run's verdict is the
+# run's.  Never with FWD, where the host drives the tests (retryable
+# below).
 #
 #   run.sh retryable DIR WALL   (the harness's own test) only says whether
 #   a failed run that left its files in DIR and took WALL s would be made
-#   again: exit 0, printing by how many seconds L1's clock ran ahead, or 1.
+#   again: exit 0, printing why, or 1.
 #
 # L1 has one vCPU unless SMP says otherwise: with two, multi-threaded TCG
 # was seen to freeze L1 while KVM in it created a VM (one vCPU stuck on a
@@ -44,10 +56,16 @@ mode=$1 dir=$2 initrd=$3
 here=$(cd "$(dirname "$0")" && pwd)
 
 # retryable WALL: whether the failed run in $dir, of WALL s, is made once
-# more; prints the clock's jump when it is.
+# more; prints why when it is.
 retryable() {
 	# (Not with forwarded ports: there the host drives the tests, once.)
 	[ -z "${FWD:-}" ] || return 1
+	if [ -e "$dir/lost-interrupts" ]; then
+		echo "L1 lost its interrupts (halted with interrupts enabled, its" \
+			"heartbeat silent for $(cat "$dir/lost-interrupts") s): a" \
+			"fault of the emulator, not of the tests"
+		return 0
+	fi
 	j=$(sh "$here/clockjump.sh" "$dir/results.log" "$1") || return 1
 	# One vCPU, every program bounded well below STALL: a stall is a
 	# hang, and a clean second run would hide it, even when L1's clock
@@ -57,7 +75,8 @@ retryable() {
 			"stalled: a stalled run is not made again" >&2
 		return 1
 	fi
-	echo "$j"
+	echo "L1's clock ran $j s ahead of the host's during this run (the" \
+		"host paused or starved QEMU), so its timeouts fired early"
 }
 if [ "$mode" = retryable ]; then
 	retryable "$3"
@@ -117,31 +136,80 @@ if [ "$mode" = shell ]; then
 fi
 
 con=$dir/console.log res=$dir/results.log mon=$dir/monitor
-stall=${STALL:-720}
+hb=$dir/heartbeat.log
+stall=${STALL:-720} hbstall=${HB_STALL:-120}
+
+# monitor CMD: run CMD in the QEMU monitor; prints what it answered.
+monitor() {
+	off=$(stat -c %s "$dir/monitor.log" 2>/dev/null || echo 0)
+	echo "$1" > "$mon.in"
+	sleep 2
+	tail -c +$((off + 1)) "$dir/monitor.log"
+}
+
+# halted_with_irqs: every vCPU sits in HLT with interrupts enabled (RFLAGS
+# bit 9), by the monitor's register dump.
+halted_with_irqs() {
+	monitor "info registers -a" | tr -d '\r' | awk '
+	/^RIP=/ {
+		n++
+		rfl = $0; sub(/.*RFL=/, "", rfl); sub(/ .*/, "", rfl)
+		hlt = $0; sub(/.*HLT=/, "", hlt); sub(/ .*/, "", hlt)
+		# IF is bit 9: bit 1 of the third hex digit from the right.
+		d = substr(rfl, length(rfl) - 2, 1)
+		if (hlt != 1 || index("2367abefABEF", d) == 0)
+			busy++
+	}
+	END { exit !(n > 0 && busy == 0) }'
+}
+
+# dump_and_end: read the vCPUs and the local APICs, send an NMI (L1's
+# kernel prints every CPU's backtrace and panics), end QEMU.
+dump_and_end() {
+	echo "info registers -a" > "$mon.in"
+	sleep 2
+	echo "info lapic" > "$mon.in"
+	sleep 2
+	echo "nmi" > "$mon.in"
+	i=0
+	while [ ! -e "$dir/qemu.rc" ] && [ $i -lt 60 ]; do
+		sleep 1
+		i=$((i + 1))
+	done
+	[ -e "$dir/qemu.rc" ] || kill "$(cat "$dir/qemu.pid")" 2>/dev/null
+}
 
 # stall_watch: while QEMU runs, wait for the results file to stop growing
-# for $stall seconds; then read the vCPUs, send an NMI and end QEMU.
+# for $stall seconds, or for it and the heartbeat to stop for $hbstall
+# seconds while L1 sits halted; then dump L1 and end QEMU.
 stall_watch() {
-	last=-1 idle=0
+	last=-1 idle=0 hblast=-1 hbidle=0
 	while [ ! -e "$dir/qemu.rc" ]; do
 		sleep 5
+		size=$(stat -c %s "$hb" 2>/dev/null || echo 0)
+		if [ "$size" != "$hblast" ]; then
+			hblast=$size hbidle=0
+		else
+			hbidle=$((hbidle + 5))
+		fi
 		size=$(stat -c %s "$res" 2>/dev/null || echo 0)
 		if [ "$size" != "$last" ]; then
 			last=$size idle=0
 			continue
 		fi
 		idle=$((idle + 5))
+		if [ "$hbstall" -gt 0 ] && [ "$hbidle" -ge "$hbstall" ] &&
+			[ "$idle" -ge "$hbstall" ] && halted_with_irqs &&
+			sleep 10 && halted_with_irqs &&
+			[ "$(stat -c %s "$hb" 2>/dev/null || echo 0)" = "$hblast" ]; then
+			echo "$((idle + 14))" > "$dir/stalled"
+			echo "$((hbidle + 14))" > "$dir/lost-interrupts"
+			dump_and_end
+			return
+		fi
 		[ "$idle" -ge "$stall" ] || continue
 		echo "$idle" > "$dir/stalled"
-		echo "info registers -a" > "$mon.in"
-		sleep 3
-		echo "nmi" > "$mon.in"
-		i=0
-		while [ ! -e "$dir/qemu.rc" ] && [ $i -lt 60 ]; do
-			sleep 1
-			i=$((i + 1))
-		done
-		[ -e "$dir/qemu.rc" ] || kill "$(cat "$dir/qemu.pid")" 2>/dev/null
+		dump_and_end
 		return
 	done
 }
@@ -150,7 +218,9 @@ stall_watch() {
 run_l1() {
 	: > "$con"
 	: > "$res"
-	rm -f "$dir/qemu.rc" "$dir/stalled" "$dir/qemu.pid" "$mon.in" "$mon.out"
+	: > "$hb"
+	rm -f "$dir/qemu.rc" "$dir/stalled" "$dir/lost-interrupts" "$dir/qemu.pid" \
+		"$mon.in" "$mon.out"
 	mkfifo "$mon.in" "$mon.out"
 	cat "$mon.out" > "$dir/monitor.log" &
 	monpid=$!
@@ -166,6 +236,7 @@ run_l1() {
 			-kernel "$kernel" -initrd "$initrd" \
 			-append "$append" $net -serial "file:$con" \
 			-chardev stdio,id=res,signal=off -serial chardev:res \
+			-serial "file:$hb" \
 			< /dev/null 2> "$dir/qemu.err"
 		echo $? > "$dir/qemu.rc"
 	} | tee "$res" | grep -v '^CUBE-VMTEST-END'
@@ -195,14 +266,13 @@ judged_run() {
 echo "# vmtest: L1 command line: $append"
 judged_run && exit 0
 rc=$?
-jump=$(retryable "$wall") || exit $rc
-echo "# vmtest: L1's clock ran $jump s ahead of the host's during this run" \
-	"(the host paused or starved QEMU), so its timeouts fired early:" \
-	"the run is made once more, and that run's verdict is the run's;" \
-	"the first run's files are in $dir/first/"
+why=$(retryable "$wall") || exit $rc
+echo "# vmtest: $why: the run is made once more, and that run's verdict" \
+	"is the run's; the first run's files are in $dir/first/"
 rm -rf "$dir/first"
 mkdir -p "$dir/first"
-for f in console.log results.log results.txt monitor.log qemu.err qemu.rc; do
+for f in console.log results.log results.txt monitor.log heartbeat.log \
+	qemu.err qemu.rc stalled lost-interrupts; do
 	[ -e "$dir/$f" ] && mv "$dir/$f" "$dir/first/"
 done
 judged_run

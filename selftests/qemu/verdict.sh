@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # verdict.sh DIR: judge one L1 test run from the files run.sh left in DIR
-# (results.log, console.log, qemu.rc, stalled, monitor.log); print what
-# failed, then the summary "N passed, N failed[, N skipped]"; exit 0 only
-# when nothing did.  Every one of these is a failure:
+# (results.log, console.log, qemu.rc, stalled, lost-interrupts,
+# monitor.log); print what failed, then the summary "N passed, N failed[,
+# N skipped]"; exit 0 only when nothing did.  Every one of these is a failure:
 #   - a test failed (L1's summary) or a post-run check did (not ok - post:)
-#   - L1 stalled (stalled: no result line for STALL seconds), timed out
+#   - L1 stalled (stalled: no result line for STALL seconds; with
+#     lost-interrupts: L1 sat halted with its heartbeat silent), timed out
 #     (TIMEOUT) or stopped before the end marker
 #   - no summary from L1, or run_tests.sh's exit status (CUBE-VMTEST-END
 #     rc=N) is not 0 while the summary shows no failure
@@ -27,11 +28,25 @@ timeout=${TIMEOUT:-1800}
 tr -d '\r' < "$res" > "$dir/results.txt"
 res=$dir/results.txt
 
-# stall_report: what a stalled L1 was doing.
+# stall_report: what a stalled L1 was doing: the last register dump and
+# the local APICs from the QEMU monitor, then the NMI's backtraces.
 stall_report() {
-	echo "not ok - vmtest: L1 stalled: no result line for $(cat "$dir/stalled") s"
+	if [ -e "$dir/lost-interrupts" ]; then
+		echo "not ok - vmtest: L1 lost its interrupts: halted with" \
+			"interrupts enabled, no heartbeat for" \
+			"$(cat "$dir/lost-interrupts") s and no result line for" \
+			"$(cat "$dir/stalled") s (a fault of the emulator)"
+	else
+		echo "not ok - vmtest: L1 stalled: no result line for $(cat "$dir/stalled") s"
+	fi
 	echo "# vCPUs (QEMU monitor):"
-	grep -E '^CPU#|^RIP=|^CS =' "$dir/monitor.log" 2>/dev/null | sed 's/^/#   /'
+	tr -d '\r' < "$dir/monitor.log" 2>/dev/null | awk '
+	/^CPU#/ && !incpu { n++; incpu = 1 }
+	!/^CPU#|^RIP=|^CS =/ { incpu = 0 }
+	/^CPU#|^RIP=|^CS =/ { dump[n] = dump[n] $0 "\n" }
+	/^dumping local APIC/ { lapic = 1 }
+	lapic && /^(dumping|LVTT[ \t]|Timer|SPIV|ISR|IRR|APR)/ { apic = apic $0 "\n" }
+	END { printf "%s%s", dump[n], apic }' | sed 's/^/#   /'
 	echo "# L1 kernel after an NMI ($con):"
 	if grep -q 'NMI' "$con"; then
 		sed -n '/NMI/,$p' "$con" | head -n 300 | sed 's/^/# /'
@@ -106,7 +121,7 @@ qrc=$(cat "$dir/qemu.rc" 2>/dev/null)
 end=$(grep '^CUBE-VMTEST-END' "$res" | tail -n 1)
 if [ -e "$dir/stalled" ]; then
 	# One vCPU, every program bounded well below STALL: a stall is a
-	# hang, never retried.
+	# hang; run.sh makes the run again only when L1 lost its interrupts.
 	fail=$((fail + 1))
 	stall_report
 elif [ -z "$end" ]; then
