@@ -643,8 +643,29 @@ static int take_jail_id(struct shim *s)
 	return -e;
 }
 
-/* the arguments start_vmm() adds to the template's: ten pairs */
-#define SHIM_VMM_ARGS	20
+/* the arguments start_vmm() adds to the template's: eleven pairs */
+#define SHIM_VMM_ARGS	22
+
+/*
+ * A sandbox gives back the private pages that hold its snapshot's contents
+ * again (pages made ahead for writes that did not come, words written
+ * back as they were) once it settles: this many seconds after its restore
+ * or its last vsock connection that it stopped growing.  A template's own
+ * --trim-every wins.
+ */
+#define SHIM_TRIM_EVERY	"10"
+
+static bool has_arg(char **argv, int argc, const char *name)
+{
+	size_t len = strlen(name);
+	int i;
+
+	for (i = 0; i < argc; i++)
+		if (!strncmp(argv[i], name, len) &&
+		    (argv[i][len] == '\0' || argv[i][len] == '='))
+			return true;
+	return false;
+}
 
 static int start_vmm(struct shim *s)
 {
@@ -690,6 +711,10 @@ static int start_vmm(struct shim *s)
 	argv[n++] = jail_user;
 	argv[n++] = "--jail-root";
 	argv[n++] = s->dir;
+	if (!has_arg(s->vmm_argv, s->vmm_argc, "--trim-every")) {
+		argv[n++] = "--trim-every";
+		argv[n++] = SHIM_TRIM_EVERY;
+	}
 	/*
 	 * the VMM attaches its restore's clone: the sandbox's memory
 	 * counters; both fds are moved to fixed numbers in the child

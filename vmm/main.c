@@ -103,6 +103,8 @@ struct vmm {
 	int mem_fd;			/* --restore: its guest memory */
 	bool mem_shared;		/* mem_fd is a cube.ko clone */
 	int trim_fd;			/* --trim-every's timer, -1: none */
+	bool trim_armed;		/* it runs (atomic: the vsock thread arms it) */
+	uint64_t trim_seen;		/* private pages at its last tick */
 	uint64_t trim_left;		/* private pages the last trim left */
 	unsigned long trims;		/* trims done ("trim", --trim-every) */
 	uint64_t trimmed;		/* pages they gave back */
@@ -163,10 +165,11 @@ static void usage(FILE *f)
 "                       \"rollback NAME\" returns it there, \"rollback\" to the\n"
 "                       restored snapshot (same process, same VM); at most\n"
 "                       16 checkpoints, deleted when cube-vmm exits\n"
-"  --trim-every S       for a restore onto a cube.ko clone: every S seconds\n"
-"                       (1..3600) in which the guest made 1 MiB or more of\n"
-"                       memory its own, give back the pages that hold the\n"
-"                       snapshot's contents again (as \"trim\" does)\n"
+"  --trim-every S       for a restore onto a cube.ko clone: once the guest\n"
+"                       settles (its private pages grew by less than 64 KiB\n"
+"                       in S seconds, 1..3600), give back the pages that\n"
+"                       hold the snapshot's contents again (as \"trim\"\n"
+"                       does); then sleep until the next vsock connection\n"
 "  --rollback-keep MiB  of the pages the guest wrote, how much a rollback to\n"
 "                       the snapshot it runs on keeps, the snapshot copied\n"
 "                       back into them (no fault when written again), rather\n"
@@ -748,30 +751,59 @@ static void trim_reply(struct vmm *m, char *reply, size_t len)
 		 (unsigned long long)(now_us() - t0));
 }
 
-/* What makes --trim-every trim: the guest made this much its own since. */
-#define TRIM_MIN_GROWTH		((1 << 20) / 4096)
+/*
+ * --trim-every: the guest has settled when its private pages grew by less
+ * than this in one period, and is trimmed then if it made at least this
+ * much its own since the last trim.
+ */
+#define TRIM_SETTLED		((64 << 10) / 4096)
 
 /*
- * --trim-every's tick: a trim when the guest's private pages grew by
- * TRIM_MIN_GROWTH since the last one, so an idle sandbox is trimmed once
- * after it settles and then costs one counters call a tick.
+ * Start --trim-every's period, unless it runs: at the start, on a tick
+ * that found the guest busy, and from the vsock thread on each new
+ * connection (a command, a file, a guest's connect), the one sign of work
+ * an idle sandbox's VMM sees.
+ */
+static void trim_arm(void *arg)
+{
+	struct vmm *m = arg;
+	struct itimerspec its = { .it_value.tv_sec = m->o.trim_every };
+
+	if (__atomic_exchange_n(&m->trim_armed, true, __ATOMIC_ACQ_REL))
+		return;
+	if (timerfd_settime(m->trim_fd, 0, &its, NULL))
+		__atomic_store_n(&m->trim_armed, false, __ATOMIC_RELEASE);
+}
+
+/*
+ * --trim-every's tick: while the guest's private pages grow, another
+ * period; once they settle, one trim if they grew since the last, and no
+ * tick more until trim_arm().  An idle sandbox's VMM is not woken again.
  */
 static void trim_tick(struct vmm *m)
 {
 	struct cube_clone_counters cc;
 	char reply[128];
-	uint64_t cnt;
+	uint64_t cnt, seen;
 
 	if (read(m->trim_fd, &cnt, sizeof(cnt)) < 0) {
 		/* spurious */
 	}
+	__atomic_store_n(&m->trim_armed, false, __ATOMIC_RELEASE);
 	if (m->mem_fd < 0 || ioctl(m->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc))
 		return;
+	seen = m->trim_seen;
+	m->trim_seen = cc.private_pages;
 	if (cc.private_pages < m->trim_left)
 		m->trim_left = cc.private_pages;	/* after a rollback */
-	if (cc.private_pages < m->trim_left + TRIM_MIN_GROWTH)
+	if (cc.private_pages >= seen + TRIM_SETTLED) {
+		trim_arm(m);				/* still busy */
+		return;
+	}
+	if (cc.private_pages < m->trim_left + TRIM_SETTLED)
 		return;
 	trim_reply(m, reply, sizeof(reply));
+	m->trim_seen = m->trim_left;
 	pr_info("--trim-every: %s", reply);
 }
 
@@ -1198,19 +1230,20 @@ static int run(struct vmm *m)
 		alarm(m->o.timeout + 10);
 	}
 	if (m->o.trim_every && m->mem_shared) {
-		struct itimerspec its = {
-			.it_value.tv_sec = m->o.trim_every,
-			.it_interval.tv_sec = m->o.trim_every,
-		};
-
 		m->trim_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-		if (m->trim_fd < 0 ||
-		    timerfd_settime(m->trim_fd, 0, &its, NULL)) {
+		if (m->trim_fd < 0) {
 			pr_err("timerfd: %s", strerror(errno));
+			goto out;
+		}
+		trim_arm(m);
+		if (!m->trim_armed) {
+			pr_err("timerfd_settime: %s", strerror(errno));
 			goto out;
 		}
 		ev.data.fd = m->trim_fd;
 		epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, m->trim_fd, &ev);
+		/* before vsock_start(): the thread reads it unlocked */
+		vsock_set_activity(vm->devs[VM_DEV_VSOCK], trim_arm, m);
 	}
 	control_set_watch(watch, m);
 	if (m->o.control) {

@@ -85,6 +85,8 @@ struct vsock {
 	bool keep_path;		/* jailed: the socket file is its root's */
 	int broker_fd;		/* connect broker, -1: none */
 	uint32_t broker_seq;	/* of its last request */
+	void (*activity)(void *);	/* on each new connection, or NULL */
+	void *activity_arg;
 	int listen_fd;
 	int epoll_fd;
 	int kick_fd;
@@ -392,10 +394,13 @@ static void conn_register(struct vsock *v, struct conn *c)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = c - v->conns };
 
 	c->events = EPOLLIN;
-	if (epoll_ctl(v->epoll_fd, EPOLL_CTL_ADD, c->fd, &ev))
+	if (epoll_ctl(v->epoll_fd, EPOLL_CTL_ADD, c->fd, &ev)) {
 		conn_reset(v, c);
-	else
-		c->registered = true;
+		return;
+	}
+	c->registered = true;
+	if (v->activity)
+		v->activity(v->activity_arg);
 }
 
 /* One packet the guest sent. */
@@ -993,6 +998,16 @@ void vsock_set_broker(struct virtio_mmio *t, int fd)
 	v->broker_fd = fd;
 	/* the I/O thread waits for an answer in slices, not forever */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+void vsock_set_activity(struct virtio_mmio *t, void (*fn)(void *), void *arg)
+{
+	struct vsock *v = t ? t->priv : NULL;
+
+	if (!v)
+		return;
+	v->activity = fn;
+	v->activity_arg = arg;
 }
 
 void vsock_rebase(struct virtio_mmio *t, size_t root_len)

@@ -52,6 +52,11 @@ void vsock_rebase(struct virtio_mmio *t, size_t root_len);
 
 void vsock_set_broker(struct virtio_mmio *t, int fd);
 /*
+ * Before vsock_start(): @fn(@arg) is called from the I/O thread on each new
+ * connection, either way (a sign the sandbox is in use).
+ */
+void vsock_set_activity(struct virtio_mmio *t, void (*fn)(void *), void *arg);
+/*
  * One round of the I/O thread's work without waiting, for a caller that
  * runs the device without vsock_start() (the fuzzer); the lock not held.
  */

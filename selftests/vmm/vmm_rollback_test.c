@@ -453,6 +453,85 @@ TEST(trim_every_trims_by_itself)
 	rm_tree(dir);
 }
 
+/*
+ * How often the main thread of the VM process (the VMM's child in its
+ * cgroup, else the VMM) went to sleep and was woken: its
+ * voluntary_ctxt_switches; -1 when unreadable.
+ */
+static long long main_thread_wakeups(pid_t vmm)
+{
+	char path[96], line[128];
+	long long n = -1;
+	int child = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", vmm, vmm);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%d", &child) != 1)
+			child = 0;
+		fclose(f);
+	}
+	if (child <= 0)
+		child = vmm;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", child, child);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %lld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/*
+ * --trim-every, once the guest settled and was trimmed, wakes the VMM no
+ * more until a vsock connection comes, which starts one more period.
+ */
+TEST(trim_every_sleeps_once_settled)
+{
+	char dir[128], snap[160], reply[256], val[80];
+	long long w0, w1, w2, w3, trims;
+	struct rvm v;
+	int i;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rbs");
+	ASSERT_EQ(rvm_start(&v, dir, 0, snap, true, "--trim-every=1"), 0);
+	ASSERT_EQ(dirty(&v, 8, 5), 0);
+	ASSERT_EQ(kv_req(v.uds, "ZERO 8", val, sizeof(val), 60), 0);
+	ASSERT_STREQ(val, "OK");
+	for (i = 0; i < 60; i++) {
+		ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+		if (field(reply, " trims=") > 0)
+			break;
+		sleep(1);
+	}
+	ASSERT_GE(field(reply, " trims="), 1);
+	sleep(3);	/* a tick the last connection started, if any */
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	trims = field(reply, " trims=");
+	w0 = main_thread_wakeups(v.pid);
+	sleep(5);
+	w1 = main_thread_wakeups(v.pid);
+	/* a connection: a period, then a tick that finds the guest settled */
+	ASSERT_EQ(kv_req(v.uds, "PING", val, sizeof(val), 60), 0);
+	ASSERT_STREQ(val, "PONG");
+	w2 = main_thread_wakeups(v.pid);
+	sleep(4);
+	w3 = main_thread_wakeups(v.pid);
+	TH_LOG("main thread woken %lld times in 5 s idle, %lld in 4 s after a connection",
+	       w1 - w0, w3 - w2);
+	ASSERT_GE(w0, 0);
+	EXPECT_LE(w1 - w0, 1);
+	EXPECT_GE(w3 - w2, 1);
+	/* at most one trim for what that connection made private */
+	ASSERT_EQ(control(v.ctl, "status", reply, sizeof(reply)), 0);
+	EXPECT_LE(field(reply, " trims="), trims + 1);
+	EXPECT_EQ(rvm_stop(&v), 0);
+	rm_tree(dir);
+}
+
 static void expect_err(struct rvm *v, const char *req, const char *want)
 {
 	char reply[256];
