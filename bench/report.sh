@@ -70,7 +70,8 @@ for want in clone restore_cube_first boot_cube_vmm boot_qemu_microvm \
 	latency_cubectl:pool=0 latency_cubectl:pool=1 idle_cost idle_exits \
 	memory_idle memory_slope guest_timer idle_guest idle_host_exits \
 	idle_guest_memory private_kinds private_contents density density_no_cube \
-	density_ratio density_meminfo density_meminfo_no_cube latency_sdk:pool=0 \
+	density_ratio density_meminfo density_meminfo_no_cube density_slab \
+	density_slab_no_cube latency_sdk:pool=0 \
 	latency_sdk:pool=1 net_setup net_create net_data rollback:dirty_mib=1 \
 	rollback:dirty_mib=10 rollback:dirty_mib=100; do
 	name=${want%%:*} key=

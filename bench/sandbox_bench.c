@@ -939,29 +939,87 @@ static void density_meminfo(long *v)
 	}
 }
 
+/* One slab cache's memory in use: active objects times their size. */
+struct slab_use {
+	char name[64];
+	long kib;
+};
+
+#define MAX_SLAB_CACHES	1024
+
 /*
- * KiB in xarray and radix tree nodes (/proc/slabinfo's radix_tree_node:
- * active objects times their size), where a clone keeps its page
- * entries; -1 when slabinfo cannot be read.
+ * Every slab cache's use from /proc/slabinfo into @c (at most @max);
+ * returns how many, or -1 when slabinfo cannot be read.
  */
-static long xarray_node_kib(void)
+static int slab_snapshot(struct slab_use *c, int max)
 {
 	unsigned long active, total, size;
-	char line[512];
-	long kib = -1;
+	char line[512], name[64];
 	FILE *f = fopen("/proc/slabinfo", "re");
+	int n = 0;
 
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "radix_tree_node %lu %lu %lu", &active, &total,
-			   &size) == 3) {
-			kib = (long)(active * size / 1024);
+	while (n < max && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %lu %lu %lu", name, &active, &total,
+			   &size) != 4)
+			continue;	/* the version and header lines */
+		snprintf(c[n].name, sizeof(c[n].name), "%s", name);
+		c[n].kib = (long)(active * size / 1024);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* A cache's KiB in @c, 0 when it is not there. */
+static long slab_kib(const struct slab_use *c, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name))
+			return c[i].kib;
+	return 0;
+}
+
+/*
+ * Which slab caches a density run grew, per sandbox made: the five that
+ * grew most and all of them together (the rest of meminfo's Slab growth
+ * is kmalloc's page-sized allocations, which slabinfo does not list).
+ * Prints the comment line, or the figure when @fig.
+ */
+static void print_slab_growth(const struct slab_use *a, int na,
+			      const struct slab_use *b, int nb, int made,
+			      bool fig)
+{
+	int top[5] = { -1, -1, -1, -1, -1 };
+	long grew[5] = { 0 }, all = 0;
+	int i, j, k;
+
+	for (i = 0; i < nb; i++) {
+		long d = b[i].kib - slab_kib(a, na, b[i].name);
+
+		all += d;
+		for (j = 0; j < 5; j++) {
+			if (d <= grew[j] && top[j] >= 0)
+				continue;
+			for (k = 4; k > j; k--) {
+				top[k] = top[k - 1];
+				grew[k] = grew[k - 1];
+			}
+			top[j] = i;
+			grew[j] = d;
 			break;
 		}
 	}
-	fclose(f);
-	return kib;
+	printf(fig ? "bench: figure=density_slab made=%d all_caches_kib=%ld top=\"" :
+		     "# density: slab caches, per sandbox made (%d): all %+ld KiB; grew most:",
+	       made, all / made);
+	for (j = 0; j < 5 && top[j] >= 0 && grew[j] > 0; j++)
+		printf(fig ? "%s%s:%ld" : "%s %s %+ld", j && fig ? "," : "",
+		       b[top[j]].name, grew[j] / made);
+	printf(fig ? "\"\n" : "\n");
 }
 
 /*
@@ -973,16 +1031,21 @@ static int density(const char *tmpl, int budget_mib, int max)
 {
 	struct sample *s = calloc(max, sizeof(*s));
 	long a0 = mem_available_kib(), used = 0;
-	long m0[NR_DENSITY_FIELDS], m1[NR_DENSITY_FIELDS], x0, x1;
+	long m0[NR_DENSITY_FIELDS], m1[NR_DENSITY_FIELDS];
+	struct slab_use *c0 = calloc(2 * MAX_SLAB_CACHES, sizeof(*c0));
+	struct slab_use *c1 = c0 + MAX_SLAB_CACHES;
 	const char *vmm = getenv("CUBE_VMM");
-	int n = 0, made = 0;
+	int n = 0, made = 0, n0 = -1, n1 = -1;
 	const char *why = "the maximum";
 	size_t i;
 
-	if (!s)
+	if (!s || !c0) {
+		free(s);
+		free(c0);
 		return -ENOMEM;
+	}
 	density_meminfo(m0);
-	x0 = xarray_node_kib();
+	n0 = slab_snapshot(c0, MAX_SLAB_CACHES);
 	while (n < max && !stopping) {
 		if (batch(tmpl, s + n, 1) != 1 || !s[n].ok) {
 			why = "a create failed";
@@ -998,7 +1061,7 @@ static int density(const char *tmpl, int budget_mib, int max)
 		}
 	}
 	density_meminfo(m1);
-	x1 = xarray_node_kib();
+	n1 = slab_snapshot(c1, MAX_SLAB_CACHES);
 	printf("# density: %d idle sandboxes in %d MiB (stopped by %s; %ld KiB used by the last count + 1), VMM %s\n",
 	       n, budget_mib, why, used, vmm ? vmm : "cube-vmm");
 	printf("bench: figure=density budget_mib=%d sandboxes=%d stopped_by=\"%s\" host_kib=%ld\n",
@@ -1015,13 +1078,18 @@ static int density(const char *tmpl, int budget_mib, int max)
 		for (f = 0; f < NR_DENSITY_FIELDS; f++)
 			printf(fig ? " %s_kib=%ld" : " %s %+ld",
 			       density_fields[f], (m1[f] - m0[f]) / made);
-		if (x0 >= 0 && x1 >= 0)
+		/* xarray and radix tree nodes: where a clone keeps its pages */
+		if (n0 >= 0 && n1 >= 0)
 			printf(fig ? " xarray_nodes_kib=%ld" :
 				     "; of the slab, xarray nodes %+ld",
-			       (x1 - x0) / made);
+			       (slab_kib(c1, n1, "radix_tree_node") -
+				slab_kib(c0, n0, "radix_tree_node")) / made);
 		printf("\n");
+		if (n0 >= 0 && n1 >= 0)
+			print_slab_growth(c0, n0, c1, n1, made, fig);
 	}
 	kill_ours();
+	free(c0);
 	free(s);
 	return 0;
 }

@@ -434,7 +434,7 @@ if [ "$budget" -gt 0 ]; then
 	chmod +x "$work/vmm-no-cube"
 	CUBE_VMM=$work/vmm-no-cube run "$here/sandbox_bench" -t $T -C "$C" \
 		-D "$budget" -x "$max" -T "$(left)" > "$work/dens-file" || rc=1
-	sed 's/figure=density /figure=density_no_cube /; s/figure=density_meminfo /figure=density_meminfo_no_cube /' "$work/dens-file"
+	sed 's/figure=density /figure=density_no_cube /; s/figure=density_meminfo /figure=density_meminfo_no_cube /; s/figure=density_slab /figure=density_slab_no_cube /' "$work/dens-file"
 	a=$(sed -n 's/^bench: figure=density .*sandboxes=\([0-9]*\).*/\1/p' "$work/dens-cube")
 	b=$(sed -n 's/^bench: figure=density .*sandboxes=\([0-9]*\).*/\1/p' "$work/dens-file")
 	if [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt 0 ]; then
@@ -442,7 +442,8 @@ if [ "$budget" -gt 0 ]; then
 		echo "bench: figure=density_ratio budget_mib=$budget cube=$a no_cube=$b ratio=$(echo "$a $b" | awk '{ printf "%.3f", $1 / $2 }')"
 	fi
 else
-	for f in density density_no_cube density_ratio density_meminfo density_meminfo_no_cube; do
+	for f in density density_no_cube density_ratio density_meminfo density_meminfo_no_cube \
+		density_slab density_slab_no_cube; do
 		echo "bench: missing=$f reason=\"BENCH_DENSITY_MIB=0\""
 	done
 fi
