@@ -17,7 +17,7 @@
  *
  *	sandbox_bench ... -P			(the same from a warm pool)
  *	sandbox_bench ... -m N [-m N]...	(memory per idle sandbox)
- *	sandbox_bench ... -D MIB [-x MAX]	(density in a memory budget)
+ *	sandbox_bench ... -D MIB [-x MAX] [-S SECONDS]	(density in a memory budget)
  *	sandbox_bench ... -T SECONDS		(stop, cleanly, after that long)
  *	sandbox_bench ... -r ROUNDS -L SECONDS	(more batches where time allows)
  *
@@ -43,7 +43,10 @@
  * their VMMs' CPU time a minute, per sandbox.  -D: sandboxes are made one
  * by one until the host memory they use passes MIB, a create fails, or MAX
  * (default 64) are up; the count is the density (with CUBE_VMM naming a VMM that
- * restores with --no-cube, that of the MAP_PRIVATE file path).
+ * restores with --no-cube, that of the MAP_PRIVATE file path).  Past MIB,
+ * it waits up to -S SECONDS (default 30) for the sandboxes to settle (they
+ * give back pages once idle, cube-vmm --trim-every) and goes on if they
+ * are back within MIB.
  *
  * Machine-readable results are the "bench: figure=NAME key=value..."
  * lines.  SIGTERM, SIGINT, SIGHUP or the -T alarm stop the workers and
@@ -984,27 +987,31 @@ static long slab_kib(const struct slab_use *c, int n, const char *name)
 }
 
 /*
- * Which slab caches a density run grew, per sandbox made: the five that
+ * Which slab caches a density run grew, per sandbox made: the ten that
  * grew most and all of them together (the rest of meminfo's Slab growth
  * is kmalloc's page-sized allocations, which slabinfo does not list).
  * Prints the comment line, or the figure when @fig.
  */
+#define SLAB_TOP	10
+
 static void print_slab_growth(const struct slab_use *a, int na,
 			      const struct slab_use *b, int nb, int made,
 			      bool fig)
 {
-	int top[5] = { -1, -1, -1, -1, -1 };
-	long grew[5] = { 0 }, all = 0;
+	int top[SLAB_TOP];
+	long grew[SLAB_TOP] = { 0 }, all = 0;
 	int i, j, k;
 
+	for (j = 0; j < SLAB_TOP; j++)
+		top[j] = -1;
 	for (i = 0; i < nb; i++) {
 		long d = b[i].kib - slab_kib(a, na, b[i].name);
 
 		all += d;
-		for (j = 0; j < 5; j++) {
+		for (j = 0; j < SLAB_TOP; j++) {
 			if (d <= grew[j] && top[j] >= 0)
 				continue;
-			for (k = 4; k > j; k--) {
+			for (k = SLAB_TOP - 1; k > j; k--) {
 				top[k] = top[k - 1];
 				grew[k] = grew[k - 1];
 			}
@@ -1016,7 +1023,7 @@ static void print_slab_growth(const struct slab_use *a, int na,
 	printf(fig ? "bench: figure=density_slab made=%d all_caches_kib=%ld top=\"" :
 		     "# density: slab caches, per sandbox made (%d): all %+ld KiB; grew most:",
 	       made, all / made);
-	for (j = 0; j < 5 && top[j] >= 0 && grew[j] > 0; j++)
+	for (j = 0; j < SLAB_TOP && top[j] >= 0 && grew[j] > 0; j++)
 		printf(fig ? "%s%s:%ld" : "%s %s %+ld", j && fig ? "," : "",
 		       b[top[j]].name, grew[j] / made);
 	printf(fig ? "\"\n" : "\n");
@@ -1027,7 +1034,7 @@ static void print_slab_growth(const struct slab_use *a, int na,
  * @budget_mib, a create fails, or @max are up.  Then where the memory
  * went: the change of the host's /proc/meminfo fields, per sandbox made.
  */
-static int density(const char *tmpl, int budget_mib, int max)
+static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 {
 	struct sample *s = calloc(max, sizeof(*s));
 	long a0 = mem_available_kib(), used = 0;
@@ -1035,7 +1042,7 @@ static int density(const char *tmpl, int budget_mib, int max)
 	struct slab_use *c0 = calloc(2 * MAX_SLAB_CACHES, sizeof(*c0));
 	struct slab_use *c1 = c0 + MAX_SLAB_CACHES;
 	const char *vmm = getenv("CUBE_VMM");
-	int n = 0, made = 0, n0 = -1, n1 = -1;
+	int n = 0, made = 0, n0 = -1, n1 = -1, waited = 0, w;
 	const char *why = "the maximum";
 	size_t i;
 
@@ -1054,6 +1061,13 @@ static int density(const char *tmpl, int budget_mib, int max)
 		n++;
 		made = n;
 		used = a0 - mem_available_kib();
+		/* idle sandboxes give pages back once they settle */
+		for (w = 0; w < settle_s && used > (long)budget_mib * 1024 &&
+		     !stopping; w++) {
+			sleep(1);
+			used = a0 - mem_available_kib();
+			waited++;
+		}
 		if (used > (long)budget_mib * 1024) {
 			why = "the budget";
 			n--;	/* the last one did not fit */
@@ -1062,10 +1076,10 @@ static int density(const char *tmpl, int budget_mib, int max)
 	}
 	density_meminfo(m1);
 	n1 = slab_snapshot(c1, MAX_SLAB_CACHES);
-	printf("# density: %d idle sandboxes in %d MiB (stopped by %s; %ld KiB used by the last count + 1), VMM %s\n",
-	       n, budget_mib, why, used, vmm ? vmm : "cube-vmm");
-	printf("bench: figure=density budget_mib=%d sandboxes=%d stopped_by=\"%s\" host_kib=%ld\n",
-	       budget_mib, n, why, used);
+	printf("# density: %d idle sandboxes in %d MiB (stopped by %s; %ld KiB used by the last count + 1; %d s waited for them to settle), VMM %s\n",
+	       n, budget_mib, why, used, waited, vmm ? vmm : "cube-vmm");
+	printf("bench: figure=density budget_mib=%d sandboxes=%d stopped_by=\"%s\" host_kib=%ld settle_wait_s=%d\n",
+	       budget_mib, n, why, used, waited);
 	for (i = 0; made && i < 2; i++) {
 		bool fig = i;	/* the comment line, then the figure */
 		size_t f;
@@ -1103,12 +1117,12 @@ int main(int argc, char **argv)
 {
 	const char *tmpl = "bench";
 	int levels[MAX_LEVELS], mems[MAX_LEVELS], nl = 0, nm = 0, samples = 50;
-	int budget = 0, max = 64, limit = -1, opt, i, ret = 0;
+	int budget = 0, max = 64, limit = -1, settle = 30, opt, i, ret = 0;
 	bool use_cgroup = false;
 	struct sigaction sa = { .sa_handler = on_signal };
 	char found[PATH_MAX];
 
-	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:T:r:L:gP")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:c:C:m:D:x:S:T:r:L:gP")) != -1) {
 		switch (opt) {
 		case 't':
 			tmpl = optarg;
@@ -1140,6 +1154,9 @@ int main(int argc, char **argv)
 		case 'D':
 			budget = atoi(optarg);
 			break;
+		case 'S':
+			settle = atoi(optarg);
+			break;
 		case 'x':
 			max = atoi(optarg);
 			break;
@@ -1159,7 +1176,7 @@ int main(int argc, char **argv)
 			cubectl = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX]] [-T SECONDS] [-r ROUNDS] [-L SECONDS] [-g] [-P] [-C CUBECTL]\n");
+			fprintf(stderr, "usage: sandbox_bench [-t TEMPLATE] [-n SAMPLES] [-c CONCURRENCY]... [-m N]... [-D MIB [-x MAX] [-S SECONDS]] [-T SECONDS] [-r ROUNDS] [-L SECONDS] [-g] [-P] [-C CUBECTL]\n");
 			return 2;
 		}
 	}
@@ -1214,7 +1231,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nm && !stopping; i++)
 		ret |= mem_level(tmpl, mems[i]) != 0;
 	if (budget && !stopping)
-		ret |= density(tmpl, budget, max) != 0;
+		ret |= density(tmpl, budget, max, settle) != 0;
 	if (stopping) {
 		/* the workers and the cubectl they run: the shims notice the
 		 * caller gone and stop their VMMs */

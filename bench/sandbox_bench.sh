@@ -30,7 +30,9 @@
 #     (default 512; 0 leaves this out) of host memory, at most
 #     $BENCH_DENSITY_MAX (default 200), once onto /dev/cube clones and once
 #     with cube-vmm --no-cube (the memory file mapped MAP_PRIVATE), and
-#     the ratio of the two.
+#     the ratio of the two; past the budget, each waits up to
+#     $BENCH_SETTLE_S (default 30) seconds for its sandboxes to settle
+#     (give pages back, cube-vmm --trim-every) before it stops.
 #
 # BENCH_APPEND adds to the template's guest kernel command line (say
 # init_on_free=1, to see what the guest's zeroed free pages give back to a
@@ -426,14 +428,15 @@ fi
 # density: onto /dev/cube clones, then the MAP_PRIVATE file path
 budget=${BENCH_DENSITY_MIB:-512}
 max=${BENCH_DENSITY_MAX:-200}
+settle=${BENCH_SETTLE_S:-30}
 if [ "$budget" -gt 0 ]; then
-	run "$here/sandbox_bench" -t $T -C "$C" -D "$budget" -x "$max" -T "$(left)" \
-		> "$work/dens-cube" || rc=1
+	run "$here/sandbox_bench" -t $T -C "$C" -D "$budget" -x "$max" -S "$settle" \
+		-T "$(left)" > "$work/dens-cube" || rc=1
 	cat "$work/dens-cube"
 	printf '#!/bin/sh\nexec "%s" --no-cube "$@"\n' "$dir/cube-vmm" > "$work/vmm-no-cube"
 	chmod +x "$work/vmm-no-cube"
 	CUBE_VMM=$work/vmm-no-cube run "$here/sandbox_bench" -t $T -C "$C" \
-		-D "$budget" -x "$max" -T "$(left)" > "$work/dens-file" || rc=1
+		-D "$budget" -x "$max" -S "$settle" -T "$(left)" > "$work/dens-file" || rc=1
 	sed 's/figure=density /figure=density_no_cube /; s/figure=density_meminfo /figure=density_meminfo_no_cube /; s/figure=density_slab /figure=density_slab_no_cube /' "$work/dens-file"
 	a=$(sed -n 's/^bench: figure=density .*sandboxes=\([0-9]*\).*/\1/p' "$work/dens-cube")
 	b=$(sed -n 's/^bench: figure=density .*sandboxes=\([0-9]*\).*/\1/p' "$work/dens-file")
