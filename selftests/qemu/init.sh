@@ -11,8 +11,7 @@
 #   cube.fuzz_seed=N       seed the fuzz tests (CUBE_FUZZ_SEED), to replay
 #                          a failed run's seed
 #   cube.fuzz_seconds=S    run the fuzz tests S seconds (CUBE_FUZZ_SECONDS)
-# Results go to /dev/ttyS1 (the host's results file), the console to ttyS0,
-# a heartbeat to ttyS2.
+# Results go to /dev/ttyS1 (the host's results file), the console to ttyS0.
 
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH HOME=/root TMPDIR=/tmp CUBE_KO=/lib/cube/cube.ko
@@ -47,19 +46,6 @@ done
 
 res=/dev/ttyS1
 [ "$mode" = shell ] && res=/dev/console
-# The heartbeat (run.sh): a line to ttyS2 every 5 s while L1 lives, by
-# which the host tells an L1 that lost its interrupts from tests that
-# hang.  Out of the OOM killer's reach; no test kills it.
-if [ "$mode" = test ]; then
-	(
-		echo -1000 > /proc/self/oom_score_adj
-		while :; do
-			read -r up idle < /proc/uptime
-			echo "heartbeat $up"
-			sleep 5
-		done
-	) > /dev/ttyS2 2>&1 < /dev/null &
-fi
 say() { echo "$*" > $res; }
 # A setup failure is a test failure: report it in KTAP and go on.
 post_fail=0

@@ -24,16 +24,22 @@
 # backtrace before it stops; the run fails.  It is not made again: with
 # one vCPU a stall is a hang, and a clean second run would hide it.
 #
-# L1's /init writes a heartbeat line to its third serial port every 5 s
-# (DIR/heartbeat.log), from a timer in L1 and not from the tests.  When
-# the heartbeat and the results have both been silent for HB_STALL
-# seconds (default 120) and every vCPU, read twice 10 s apart, sits in HLT
-# with interrupts enabled, L1 has lost its interrupts: its kernel has a
-# timer due within 5 s and nothing to run, and no interrupt reaches it.
-# No code in L1 can leave a CPU so; QEMU's TCG was seen to (CI, stop 28:
-# vmm_dev_test, HLT=1 with IF set, for 720 s).  That stall is dumped as
-# the other (registers, the local APIC's state, an NMI backtrace), named
-# for what it is (DIR/lost-interrupts), and is retryable below.
+# One stall is not a hang of the tests: L1 losing an interrupt, which
+# QEMU's TCG was seen to do.  When no result line came for IRQ_STALL
+# seconds (default 120), the harness reads L1's vCPU and local APIC
+# through the QEMU monitor, twice 10 s apart.  If both times the vCPU sits
+# in HLT with interrupts enabled while its local APIC holds a vector in
+# IRR above its processor priority (PPR), an interrupt is due and
+# deliverable and was not delivered: no code in L1 can leave a CPU so.
+# (The first such dumps, 2026-12-07: the APIC timer expired, vector 236
+# pending in IRR, ISR empty, PPR 0x10, for minutes.)  That stall is dumped
+# as the other (registers, the local APIC, an NMI backtrace), named for
+# what it is (DIR/lost-interrupts), and is retryable below.  Only the
+# first vCPU's APIC is read: the harness runs L1 with one.
+#
+#   run.sh stuck-irq FILE   (the harness's own test) only says whether a
+#   monitor dump (info registers -a, then info lapic) shows the lost
+#   interrupt: exit 0, printing the pending vector, or 1.
 #
 # A failed run is made again, once, in two cases: L1 lost its interrupts,
 # or L1's clock ran ahead of the host's by more than a minute during it
@@ -61,9 +67,9 @@ retryable() {
 	# (Not with forwarded ports: there the host drives the tests, once.)
 	[ -z "${FWD:-}" ] || return 1
 	if [ -e "$dir/lost-interrupts" ]; then
-		echo "L1 lost its interrupts (halted with interrupts enabled, its" \
-			"heartbeat silent for $(cat "$dir/lost-interrupts") s): a" \
-			"fault of the emulator, not of the tests"
+		echo "L1 lost an interrupt (halted with interrupts enabled and" \
+			"vector $(cat "$dir/lost-interrupts") pending, deliverable," \
+			"in its local APIC): a fault of the emulator, not of the tests"
 		return 0
 	fi
 	j=$(sh "$here/clockjump.sh" "$dir/results.log" "$1") || return 1
@@ -78,8 +84,57 @@ retryable() {
 	echo "L1's clock ran $j s ahead of the host's during this run (the" \
 		"host paused or starved QEMU), so its timeouts fired early"
 }
+# stuck_irq: whether the monitor dump on stdin shows every vCPU halted
+# with interrupts enabled and a deliverable vector pending in the local
+# APIC; prints that vector.
+stuck_irq() {
+	tr -d '\r' | awk '
+	function hex(s,   i, v, c) {
+		sub(/^0x/, "", s)
+		v = 0
+		for (i = 1; i <= length(s); i++) {
+			c = index("0123456789abcdef", tolower(substr(s, i, 1)))
+			if (!c)
+				return -1
+			v = v * 16 + c - 1
+		}
+		return v
+	}
+	/^RIP=/ {
+		n++
+		rfl = $0; sub(/.*RFL=/, "", rfl); sub(/ .*/, "", rfl)
+		hlt = $0; sub(/.*HLT=/, "", hlt); sub(/ .*/, "", hlt)
+		# IF is bit 9 of RFLAGS
+		if (hlt != 1 || int(hex(rfl) / 512) % 2 == 0)
+			busy++
+	}
+	/^IRR[ \t]/ {
+		for (i = 2; i <= NF; i++)
+			if ($i ~ /^[0-9]+$/ && $i + 0 > irr)
+				irr = $i + 0
+	}
+	/PPR 0x/ {
+		ppr = $0; sub(/.*PPR /, "", ppr); sub(/ .*/, "", ppr)
+		ppr = hex(ppr)
+		seen_ppr = 1
+	}
+	END {
+		# deliverable: its priority class above the processor priority
+		if (n > 0 && !busy && seen_ppr && ppr >= 0 && irr > 0 &&
+		    int(irr / 16) > int(ppr / 16)) {
+			print irr
+			exit 0
+		}
+		exit 1
+	}'
+}
+
 if [ "$mode" = retryable ]; then
 	retryable "$3"
+	exit
+fi
+if [ "$mode" = stuck-irq ]; then
+	stuck_irq < "$3"
 	exit
 fi
 kernel=${VM_KERNEL:-/boot/vmlinuz-$VM_KVER}
@@ -136,8 +191,7 @@ if [ "$mode" = shell ]; then
 fi
 
 con=$dir/console.log res=$dir/results.log mon=$dir/monitor
-hb=$dir/heartbeat.log
-stall=${STALL:-720} hbstall=${HB_STALL:-120}
+stall=${STALL:-720} irqstall=${IRQ_STALL:-120}
 
 # monitor CMD: run CMD in the QEMU monitor; prints what it answered.
 monitor() {
@@ -147,20 +201,10 @@ monitor() {
 	tail -c +$((off + 1)) "$dir/monitor.log"
 }
 
-# halted_with_irqs: every vCPU sits in HLT with interrupts enabled (RFLAGS
-# bit 9), by the monitor's register dump.
-halted_with_irqs() {
-	monitor "info registers -a" | tr -d '\r' | awk '
-	/^RIP=/ {
-		n++
-		rfl = $0; sub(/.*RFL=/, "", rfl); sub(/ .*/, "", rfl)
-		hlt = $0; sub(/.*HLT=/, "", hlt); sub(/ .*/, "", hlt)
-		# IF is bit 9: bit 1 of the third hex digit from the right.
-		d = substr(rfl, length(rfl) - 2, 1)
-		if (hlt != 1 || index("2367abefABEF", d) == 0)
-			busy++
-	}
-	END { exit !(n > 0 && busy == 0) }'
+# lost_irq: the vCPU and local APIC, read now, show a lost interrupt;
+# prints its vector.
+lost_irq() {
+	{ monitor "info registers -a"; monitor "info lapic"; } | stuck_irq
 }
 
 # dump_and_end: read the vCPUs and the local APICs, send an NMI (L1's
@@ -180,30 +224,24 @@ dump_and_end() {
 }
 
 # stall_watch: while QEMU runs, wait for the results file to stop growing
-# for $stall seconds, or for it and the heartbeat to stop for $hbstall
-# seconds while L1 sits halted; then dump L1 and end QEMU.
+# for $stall seconds, or for $irqstall seconds while L1 shows a lost
+# interrupt twice 10 s apart; then dump L1 and end QEMU.
 stall_watch() {
-	last=-1 idle=0 hblast=-1 hbidle=0
+	last=-1 idle=0
 	while [ ! -e "$dir/qemu.rc" ]; do
 		sleep 5
-		size=$(stat -c %s "$hb" 2>/dev/null || echo 0)
-		if [ "$size" != "$hblast" ]; then
-			hblast=$size hbidle=0
-		else
-			hbidle=$((hbidle + 5))
-		fi
 		size=$(stat -c %s "$res" 2>/dev/null || echo 0)
 		if [ "$size" != "$last" ]; then
 			last=$size idle=0
 			continue
 		fi
 		idle=$((idle + 5))
-		if [ "$hbstall" -gt 0 ] && [ "$hbidle" -ge "$hbstall" ] &&
-			[ "$idle" -ge "$hbstall" ] && halted_with_irqs &&
-			sleep 10 && halted_with_irqs &&
-			[ "$(stat -c %s "$hb" 2>/dev/null || echo 0)" = "$hblast" ]; then
-			echo "$((idle + 14))" > "$dir/stalled"
-			echo "$((hbidle + 14))" > "$dir/lost-interrupts"
+		if [ "$irqstall" -gt 0 ] && [ "$idle" -ge "$irqstall" ] &&
+			vec=$(lost_irq) && sleep 10 && vec2=$(lost_irq) &&
+			[ "$vec" = "$vec2" ] &&
+			[ "$(stat -c %s "$res" 2>/dev/null || echo 0)" = "$last" ]; then
+			echo "$((idle + 18))" > "$dir/stalled"
+			echo "$vec" > "$dir/lost-interrupts"
 			dump_and_end
 			return
 		fi
@@ -218,7 +256,6 @@ stall_watch() {
 run_l1() {
 	: > "$con"
 	: > "$res"
-	: > "$hb"
 	rm -f "$dir/qemu.rc" "$dir/stalled" "$dir/lost-interrupts" "$dir/qemu.pid" \
 		"$mon.in" "$mon.out"
 	mkfifo "$mon.in" "$mon.out"
@@ -236,7 +273,6 @@ run_l1() {
 			-kernel "$kernel" -initrd "$initrd" \
 			-append "$append" $net -serial "file:$con" \
 			-chardev stdio,id=res,signal=off -serial chardev:res \
-			-serial "file:$hb" \
 			< /dev/null 2> "$dir/qemu.err"
 		echo $? > "$dir/qemu.rc"
 	} | tee "$res" | grep -v '^CUBE-VMTEST-END'
@@ -271,8 +307,8 @@ echo "# vmtest: $why: the run is made once more, and that run's verdict" \
 	"is the run's; the first run's files are in $dir/first/"
 rm -rf "$dir/first"
 mkdir -p "$dir/first"
-for f in console.log results.log results.txt monitor.log heartbeat.log \
-	qemu.err qemu.rc stalled lost-interrupts; do
+for f in console.log results.log results.txt monitor.log qemu.err qemu.rc \
+	stalled lost-interrupts; do
 	[ -e "$dir/$f" ] && mv "$dir/$f" "$dir/first/"
 done
 judged_run

@@ -7,7 +7,7 @@
 # N skipped]"; exit 0 only when nothing did.  Every one of these is a failure:
 #   - a test failed (L1's summary) or a post-run check did (not ok - post:)
 #   - L1 stalled (stalled: no result line for STALL seconds; with
-#     lost-interrupts: L1 sat halted with its heartbeat silent), timed out
+#     lost-interrupts: L1 sat halted with an interrupt undelivered), timed out
 #     (TIMEOUT) or stopped before the end marker
 #   - no summary from L1, or run_tests.sh's exit status (CUBE-VMTEST-END
 #     rc=N) is not 0 while the summary shows no failure
@@ -32,10 +32,10 @@ res=$dir/results.txt
 # the local APICs from the QEMU monitor, then the NMI's backtraces.
 stall_report() {
 	if [ -e "$dir/lost-interrupts" ]; then
-		echo "not ok - vmtest: L1 lost its interrupts: halted with" \
-			"interrupts enabled, no heartbeat for" \
-			"$(cat "$dir/lost-interrupts") s and no result line for" \
-			"$(cat "$dir/stalled") s (a fault of the emulator)"
+		echo "not ok - vmtest: L1 lost an interrupt: halted with" \
+			"interrupts enabled, vector $(cat "$dir/lost-interrupts")" \
+			"pending and deliverable in its local APIC, no result" \
+			"line for $(cat "$dir/stalled") s (a fault of the emulator)"
 	else
 		echo "not ok - vmtest: L1 stalled: no result line for $(cat "$dir/stalled") s"
 	fi
@@ -121,7 +121,7 @@ qrc=$(cat "$dir/qemu.rc" 2>/dev/null)
 end=$(grep '^CUBE-VMTEST-END' "$res" | tail -n 1)
 if [ -e "$dir/stalled" ]; then
 	# One vCPU, every program bounded well below STALL: a stall is a
-	# hang; run.sh makes the run again only when L1 lost its interrupts.
+	# hang; run.sh makes the run again only when L1 lost an interrupt.
 	fail=$((fail + 1))
 	stall_report
 elif [ -z "$end" ]; then
