@@ -17,12 +17,13 @@
 #     not end is not; run.sh never makes a stalled run again, even when
 #     L1's clock jumped too, nor one with forwarded ports, but makes again
 #     one in which L1 lost an interrupt; the lost interrupt is read off a
-#     monitor dump (halted, IF set, a deliverable vector in IRR) and not
-#     off one that lacks any of the three
+#     monitor dump (IF set, a deliverable vector in IRR) and not off one
+#     that lacks either
 #   - verdict.sh: run_tests.sh's non-zero exit status fails a run whose
 #     summary shows no failure; a skip the allowlist does not name fails,
 #     a listed one passes; a stalled run fails, and one in which L1 lost
-#     an interrupt says so, with the vCPU's registers and local APIC
+#     an interrupt says so, with the vCPU's registers and local APIC; a
+#     run that went on after a kick passes and says so
 # then four runs of the harness (about a minute or two each):
 #   1. one group (T=kvm) of good tests          -> passes, no skip, and
 #      L1's command line has a large log_buf_len
@@ -66,7 +67,7 @@ vmtest() {
 }
 
 echo "KTAP version 1"
-echo "1..22"
+echo "1..23"
 
 # cube_test.h, natively.
 mkdir -p "$work/ct"
@@ -193,13 +194,20 @@ rc2=$?
 rm "$work/rj/lost-interrupts"
 sh "$q/run.sh" retryable "$work/rj" 900 >> "$work/out" 2>&1
 rc3=$?
+rm "$work/rj/stalled"
+echo "03:01:02 vector 236, 138 s without a result line" > "$work/rj/kicks"
+why2=$(sh "$q/run.sh" retryable "$work/rj" 900 2>> "$work/out")
+rc4=$?
+rm "$work/rj/kicks"
 [ $rc = 0 ] && echo "$why" | grep -q "L1 lost an interrupt" &&
-	[ $rc2 = 1 ] && [ $rc3 = 1 ]
-result $? "run.sh: a run in which L1 lost an interrupt is made again, a plain stall is not"
+	[ $rc2 = 1 ] && [ $rc3 = 1 ] && [ $rc4 = 0 ] &&
+	echo "$why2" | grep -q "L1 lost an interrupt and was kicked (1 time"
+result $? "run.sh: a run in which L1 lost an interrupt, dumped or kicked, is made again, a plain stall is not"
 
 # The lost interrupt, read off monitor dumps: the one a real run left
-# (vector 236 in IRR, PPR 0x10, halted, IF set), then that dump with one
-# of its three parts changed.
+# (vector 236 in IRR, PPR 0x10, halted, IF set), the same busy (a nested
+# guest that never exits), then with IF clear (a real lockup), with no
+# IRR, or with the vector below the processor priority.
 dump() {
 	printf '%s\n' 'CPU#0' \
 		"RIP=ffffffffa0217a0b RFL=$1 [-----P-] CPL=0 II=0 A20=1 SMM=0 HLT=$2" \
@@ -210,10 +218,11 @@ dump() {
 	sh "$q/run.sh" stuck-irq x "$work/dump"
 }
 vec=$(dump 00000206 1 236 0x10) && [ "$vec" = 236 ] &&
-	! dump 00000006 1 236 0x10 > /dev/null && ! dump 00000206 0 236 0x10 > /dev/null &&
+	[ "$(dump 00000257 0 236 0x10)" = 236 ] &&
+	! dump 00000006 1 236 0x10 > /dev/null && ! dump 00000122 0 236 0x10 > /dev/null &&
 	! dump 00000206 1 '(none)' 0x10 > /dev/null && ! dump 00000206 1 236 0xe0 > /dev/null &&
 	dump 00000206 1 '34 236' 0xd0 > /dev/null
-result $? "run.sh: a lost interrupt is read off a monitor dump, not off one with IF clear, no HLT, no IRR or a masked vector"
+result $? "run.sh: a lost interrupt is read off a monitor dump, halted or busy, not off one with IF clear, no IRR or a masked vector"
 
 # verdict.sh, on crafted runs.
 run() {
@@ -250,6 +259,10 @@ printf '%s\n' 'CPU#0' 'RIP=ffffffff9be17a0b RFL=00000212 [----A--] CPL=0 II=0 A2
 	grep -q '^not ok - vmtest: L1 lost an interrupt: .* vector 236 pending' "$work/out" &&
 	grep -q '^#   RIP=.*HLT=1' "$work/out" && grep -q '^#   ISR	 236' "$work/out"
 result $? "verdict.sh: a run in which L1 lost an interrupt fails, with its registers and local APIC"
+echo "03:01:02 vector 236, 138 s without a result line" > "$work/v/good/kicks"
+verdict good && grep -q '^# vmtest: L1 lost an interrupt and a key press .* at: 03:01:02 vector 236' "$work/out" &&
+	grep -q '^2 passed, 0 failed$' "$work/out"
+result $? "verdict.sh: a run that went on after a kick passes, and says so"
 
 # The harness itself, booting L1.
 vmtest kvm

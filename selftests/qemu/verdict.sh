@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # verdict.sh DIR: judge one L1 test run from the files run.sh left in DIR
-# (results.log, console.log, qemu.rc, stalled, lost-interrupts,
+# (results.log, console.log, qemu.rc, stalled, lost-interrupts, kicks,
 # monitor.log); print what failed, then the summary "N passed, N failed[,
 # N skipped]"; exit 0 only when nothing did.  Every one of these is a failure:
 #   - a test failed (L1's summary) or a post-run check did (not ok - post:)
@@ -172,6 +172,11 @@ if [ "$skip" -gt 0 ] || grep -q '# *SKIP' "$res"; then
 		echo "$out"
 		fail=$((fail + $(echo "$out" | grep -c '^not ok')))
 	fi
+fi
+# A lost interrupt that a key press delivered: the run went on (run.sh).
+if [ -s "$dir/kicks" ]; then
+	echo "# vmtest: L1 lost an interrupt and a key press through the QEMU" \
+		"monitor delivered it, at: $(tr '\n' ';' < "$dir/kicks")"
 fi
 line="$pass passed, $fail failed"
 [ "$skip" -gt 0 ] && line="$line, $skip skipped"
