@@ -103,7 +103,6 @@ struct vmm {
 	int mem_fd;			/* --restore: its guest memory */
 	bool mem_shared;		/* mem_fd is a cube.ko clone */
 	int trim_fd;			/* --trim-every's timer, -1: none */
-	bool trim_armed;		/* it runs (atomic: the vsock thread arms it) */
 	uint64_t trim_seen;		/* private pages at its last tick */
 	uint64_t trim_left;		/* private pages the last trim left */
 	unsigned long trims;		/* trims done ("trim", --trim-every) */
@@ -759,20 +758,23 @@ static void trim_reply(struct vmm *m, char *reply, size_t len)
 #define TRIM_SETTLED		((64 << 10) / 4096)
 
 /*
- * Start --trim-every's period, unless it runs: at the start, on a tick
- * that found the guest busy, and from the vsock thread on each new
- * connection (a command, a file, a guest's connect), the one sign of work
- * an idle sandbox's VMM sees.
+ * (Re)start --trim-every's period: at the start, on a tick that found the
+ * guest busy, and from the vsock thread on each new connection (a
+ * command, a file, a guest's connect), the one sign of work an idle
+ * sandbox's VMM sees; the guest is looked at a period after the last.
  */
+static int trim_arm_fd(int fd, uint64_t seconds)
+{
+	struct itimerspec its = { .it_value.tv_sec = seconds };
+
+	return timerfd_settime(fd, 0, &its, NULL) ? -errno : 0;
+}
+
 static void trim_arm(void *arg)
 {
 	struct vmm *m = arg;
-	struct itimerspec its = { .it_value.tv_sec = m->o.trim_every };
 
-	if (__atomic_exchange_n(&m->trim_armed, true, __ATOMIC_ACQ_REL))
-		return;
-	if (timerfd_settime(m->trim_fd, 0, &its, NULL))
-		__atomic_store_n(&m->trim_armed, false, __ATOMIC_RELEASE);
+	trim_arm_fd(m->trim_fd, m->o.trim_every);
 }
 
 /*
@@ -789,7 +791,6 @@ static void trim_tick(struct vmm *m)
 	if (read(m->trim_fd, &cnt, sizeof(cnt)) < 0) {
 		/* spurious */
 	}
-	__atomic_store_n(&m->trim_armed, false, __ATOMIC_RELEASE);
 	if (m->mem_fd < 0 || ioctl(m->mem_fd, CUBE_IOC_CLONE_COUNTERS, &cc))
 		return;
 	seen = m->trim_seen;
@@ -1235,9 +1236,9 @@ static int run(struct vmm *m)
 			pr_err("timerfd: %s", strerror(errno));
 			goto out;
 		}
-		trim_arm(m);
-		if (!m->trim_armed) {
-			pr_err("timerfd_settime: %s", strerror(errno));
+		ret = trim_arm_fd(m->trim_fd, m->o.trim_every);
+		if (ret) {
+			pr_err("timerfd_settime: %s", strerror(-ret));
 			goto out;
 		}
 		ev.data.fd = m->trim_fd;
