@@ -214,6 +214,11 @@ monitor() {
 	tail -c +$((off + 1)) "$dir/monitor.log"
 }
 
+# results_size: bytes of results so far (L1 prints a line: they grow).
+results_size() {
+	stat -c %s "$res" 2>/dev/null || echo 0
+}
+
 # lost_irq: the vCPU and local APIC, read now, show a lost interrupt;
 # prints its vector.
 lost_irq() {
@@ -223,10 +228,8 @@ lost_irq() {
 # dump_and_end: read the vCPUs and the local APICs, send an NMI (L1's
 # kernel prints every CPU's backtrace and panics), end QEMU.
 dump_and_end() {
-	echo "info registers -a" > "$mon.in"
-	sleep 2
-	echo "info lapic" > "$mon.in"
-	sleep 2
+	monitor "info registers -a" > /dev/null
+	monitor "info lapic" > /dev/null
 	echo "nmi" > "$mon.in"
 	i=0
 	while [ ! -e "$dir/qemu.rc" ] && [ $i -lt 60 ]; do
@@ -244,7 +247,7 @@ stall_watch() {
 	last=-1 idle=0 kicks=0
 	while [ ! -e "$dir/qemu.rc" ]; do
 		sleep 5
-		size=$(stat -c %s "$res" 2>/dev/null || echo 0)
+		size=$(results_size)
 		if [ "$size" != "$last" ]; then
 			last=$size idle=0
 			continue
@@ -253,13 +256,13 @@ stall_watch() {
 		if [ "$irqstall" -gt 0 ] && [ "$idle" -ge "$irqstall" ] &&
 			vec=$(lost_irq) && sleep 10 && vec2=$(lost_irq) &&
 			[ "$vec" = "$vec2" ] &&
-			[ "$(stat -c %s "$res" 2>/dev/null || echo 0)" = "$last" ]; then
+			[ "$(results_size)" = "$last" ]; then
 			if [ $kicks -lt 3 ]; then
 				kicks=$((kicks + 1))
 				echo "sendkey shift" > "$mon.in"
 				sleep 10
 				if ! lost_irq > /dev/null ||
-					[ "$(stat -c %s "$res" 2>/dev/null || echo 0)" != "$last" ]; then
+					[ "$(results_size)" != "$last" ]; then
 					echo "$(date +%T) vector $vec, $((idle + 18)) s without a result line" >> "$dir/kicks"
 					idle=0
 					continue
