@@ -25,17 +25,21 @@
  *    page is never mapped writable.
  *
  * @pages maps an offset to the clone's private page, or to CUBE_CLONE_SEEN
- * when the clone may map the snapshot's page (or the zero page) there: no
- * PTE of this clone maps a shared page at an offset without that entry, so
+ * when the clone may map the snapshot's page (or the zero page) there, or
+ * to CUBE_CLONE_MERGED when it may map its merge group's page there (a
+ * page that was a clone's own, shared read-only by the clones of its
+ * group that hold the same bytes at that offset; merge.c): no PTE of this
+ * clone maps a shared page at an offset without one of those entries, so
  * a write to an offset never seen makes its private page without zapping
- * anything (and without an MMU-notifier round trip for KVM).
+ * anything (and without an MMU-notifier round trip for KVM).  A write to
+ * a group's page copies it into a private one, as for a snapshot page.
  *
  * Ordering against PTE installation: a fault checks what the offset
  * resolves to and installs its PTE under a lock that whoever changes a
  * CUBE_CLONE_SEEN entry must also take, then zaps the offset: a fault that
  * checked before sees its PTE zapped, a fault that checks after sees the
  * new entry.  That lock is the lock of the page a PTE would map (a private
- * page, a snapshot page, @zero: the core mm installs the PTE before
+ * page, a snapshot page, a group's page, @zero: the core mm installs the PTE before
  * unlocking the page ->fault returns), or, for the kernel's zero page, the
  * clone's @holes semaphore, held for reading while it is mapped.  No lock is shared by every
  * clone, and nothing allocates memory under a page lock: the xarray slot
@@ -68,6 +72,7 @@
 
 #define CUBE_MEM_MAGIC		0x63756265	/* "cube" */
 #define CUBE_CLONE_SEEN		xa_mk_value(1)
+#define CUBE_CLONE_MERGED	xa_mk_value(2)
 
 struct cube_clone {
 	struct kref ref;
@@ -79,6 +84,8 @@ struct cube_clone {
 	struct mutex lock;
 	struct rw_semaphore holes;
 	struct page *zero;
+	struct cube_merge_group *group;	/* set once, under @lock */
+	u32 tag;			/* tells its offers from a sibling's */
 	atomic64_t private_pages;
 	atomic64_t shared_pages;
 	atomic64_t faults;
@@ -95,6 +102,7 @@ struct cube_clone_wr {
 };
 
 static struct vfsmount *cube_mem_mnt;
+static atomic_t cube_clone_tags;
 static const struct file_operations cube_clone_fops;
 
 static void cube_clone_release_pages(struct cube_clone *clone)
@@ -120,6 +128,7 @@ static void cube_clone_free(struct kref *ref)
 	cube_clone_release_pages(clone);
 	if (clone->zero)
 		put_page(clone->zero);
+	cube_merge_group_put(clone->group);
 	atomic_dec(&clone->snap->clones);
 	cube_snapshot_put(clone->snap);
 	iput(clone->inode);
@@ -187,6 +196,22 @@ static struct page *cube_clone_private(struct cube_clone *clone,
 		get_page(page);
 	xa_unlock(&clone->pages);
 	return page;
+}
+
+/*
+ * The shared page a value entry @entry of @index maps: the group's page
+ * for CUBE_CLONE_MERGED, else the snapshot's (NULL: zeros).
+ */
+static struct page *cube_clone_shared_page(struct cube_clone *clone,
+					   pgoff_t index, void *entry)
+{
+	struct cube_merge_group *group;
+
+	if (entry != CUBE_CLONE_MERGED)
+		return cube_snapshot_page(clone->snap, index);
+	/* set before the first CUBE_CLONE_MERGED entry was stored */
+	group = smp_load_acquire(&clone->group);
+	return xa_load(&group->stable, index);
 }
 
 /* Lock @page, or with @try only take it when it is free at once. */
@@ -268,10 +293,11 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 			atomic64_inc(&clone->shared_pages);
 			if (touch)
 				cube_clone_touch(clone, index, false);
-		} else if (old != CUBE_CLONE_SEEN) {
+			old = CUBE_CLONE_SEEN;
+		} else if (!xa_is_value(old)) {
 			continue;	/* a private page appeared */
 		}
-		page = cube_snapshot_page(clone->snap, index) ?: clone->zero;
+		page = cube_clone_shared_page(clone, index, old) ?: clone->zero;
 		if (!page) {
 			if (!try)
 				down_read(&clone->holes);
@@ -287,7 +313,7 @@ static struct page *cube_clone_get_page(struct cube_clone *clone,
 			put_page(page);
 			return ERR_PTR(-EBUSY);
 		}
-		if (xa_load(&clone->pages, index) == CUBE_CLONE_SEEN)
+		if (xa_load(&clone->pages, index) == old)
 			return page;
 		unlock_page(page);	/* reset or written meanwhile */
 		put_page(page);
@@ -318,7 +344,7 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 					   pgoff_t index, bool *zapped)
 {
 	struct page *page, *src;
-	void *old;
+	void *entry, *old;
 
 	*zapped = false;
 	for (;;) {
@@ -331,31 +357,43 @@ static struct page *cube_clone_get_private(struct cube_clone *clone,
 			put_page(page);
 			continue;
 		}
+		entry = xa_load(&clone->pages, index);
+		if (entry && !xa_is_value(entry))
+			continue;	/* a private page appeared */
 		page = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT);
 		if (!page)
 			return ERR_PTR(-ENOMEM);
-		src = cube_snapshot_page(clone->snap, index);
+		src = cube_clone_shared_page(clone, index, entry);
 		if (src)
 			copy_highpage(page, src);
 		else
 			clear_highpage(page);
 		__SetPageLocked(page);
 
-		/* Never mapped at this offset: nothing to order against. */
-		old = xa_cmpxchg(&clone->pages, index, NULL, page,
-				 GFP_KERNEL_ACCOUNT);
+		/*
+		 * Never mapped at this offset: nothing to order against.  A
+		 * group's page was copied: the offset must still map it.
+		 */
+		if (entry == CUBE_CLONE_MERGED)
+			old = CUBE_CLONE_MERGED;
+		else
+			old = xa_cmpxchg(&clone->pages, index, NULL, page,
+					 GFP_KERNEL_ACCOUNT);
 		if (!old) {
 			cube_clone_touch(clone, index, true);
-		} else if (old == CUBE_CLONE_SEEN) {
+		} else if (xa_is_value(old) &&
+			   (old == CUBE_CLONE_MERGED) ==
+			   (entry == CUBE_CLONE_MERGED)) {
 			/*
 			 * Maybe mapped shared: swap under the lock its faults
 			 * hold.  The slot exists, so nothing is allocated.
 			 */
+			void *shared = old;
+
 			cube_clone_lock_shared(clone, src);
-			old = xa_cmpxchg(&clone->pages, index, CUBE_CLONE_SEEN,
-					 page, 0);
+			old = xa_cmpxchg(&clone->pages, index, shared, page, 0);
 			cube_clone_unlock_shared(clone, src);
-			if (old == CUBE_CLONE_SEEN) {
+			if (old == shared) {
 				atomic64_dec(&clone->shared_pages);
 				cube_clone_touch(clone, index, true);
 				*zapped = true;
@@ -557,12 +595,12 @@ static void cube_clone_map_run(struct cube_clone *clone,
 	}
 }
 
-/* Whether @index holds data: a private page or a snapshot page. */
+/* Whether @index holds data: a private page, a group's or a snapshot's. */
 static bool cube_clone_has_data(struct cube_clone *clone, pgoff_t index)
 {
 	void *entry = xa_load(&clone->pages, index);
 
-	return (entry && !xa_is_value(entry)) ||
+	return (entry && !xa_is_value(entry)) || entry == CUBE_CLONE_MERGED ||
 	       cube_snapshot_page(clone->snap, index);
 }
 
@@ -738,6 +776,50 @@ static void cube_clone_drop(struct cube_clone *clone, pgoff_t index,
  */
 #define CUBE_RESET_MAX_RUNS	64
 
+/* The offsets a reset has still to zap: [@start, @end), and runs done. */
+struct cube_zap_runs {
+	pgoff_t start, end;
+	unsigned int runs;
+};
+
+/* Add @index, found in increasing order, to the offsets to zap. */
+static void cube_clone_zap_add(struct cube_clone *clone,
+			       struct cube_zap_runs *z, pgoff_t index)
+{
+	if (index == z->end) {
+		z->end++;
+		return;
+	}
+	if (z->end > z->start && z->runs < CUBE_RESET_MAX_RUNS) {
+		cube_clone_zap(clone, z->start, z->end - z->start);
+		z->runs++;
+		z->start = index;
+	} else if (z->end == z->start) {
+		z->start = index;	/* the first */
+	}
+	z->end = index + 1;
+}
+
+/*
+ * The offset @index, shared with the clone's group, reads the snapshot
+ * again (never seen); zapping its PTEs is the caller's.  Under @lock.
+ * Return: whether it was still shared.
+ */
+static bool cube_clone_unmerge(struct cube_clone *clone, pgoff_t index)
+{
+	struct page *shared = cube_clone_shared_page(clone, index,
+						     CUBE_CLONE_MERGED);
+	bool done;
+
+	lock_page(shared);	/* the lock its faults map it under */
+	done = xa_cmpxchg(&clone->pages, index, CUBE_CLONE_MERGED, NULL, 0) ==
+	       CUBE_CLONE_MERGED;
+	unlock_page(shared);
+	if (done)
+		atomic64_dec(&clone->shared_pages);
+	return done;
+}
+
 /*
  * cube_clone_reset() - the clone reads its snapshot again: copy the
  * snapshot's contents back into the first @keep private pages (they stay
@@ -749,13 +831,13 @@ static void cube_clone_drop(struct cube_clone *clone, pgoff_t index,
  * page lock its faults map it with) and maps the snapshot's or makes a new
  * one; the zap that follows removes whatever PTE of the old page is left,
  * as it did for a fault that came before.  *@kept and *@dropped: what was
- * done with the private pages.
+ * done with the private pages; an offset shared with the clone's merge
+ * group reads the snapshot again and counts as dropped.
  */
 static void cube_clone_reset(struct cube_clone *clone, u64 keep, u64 *kept,
 			     u64 *dropped)
 {
-	pgoff_t start = 0, end = 0;	/* the run of offsets to zap */
-	unsigned int runs = 0;
+	struct cube_zap_runs zap = { 0 };
 	unsigned long index;
 	struct page *src;
 	void *entry;
@@ -766,6 +848,13 @@ static void cube_clone_reset(struct cube_clone *clone, u64 keep, u64 *kept,
 		struct page *page = entry;
 
 		cond_resched();		/* up to the clone's size in entries */
+		if (entry == CUBE_CLONE_MERGED) {
+			if (cube_clone_unmerge(clone, index)) {
+				(*dropped)++;
+				cube_clone_zap_add(clone, &zap, index);
+			}
+			continue;
+		}
 		if (xa_is_value(entry))
 			continue;	/* CUBE_CLONE_SEEN: still the snapshot's */
 		lock_page(page);
@@ -786,21 +875,10 @@ static void cube_clone_reset(struct cube_clone *clone, u64 keep, u64 *kept,
 		}
 		cube_clone_drop(clone, index, page);
 		(*dropped)++;
-		if (index == end) {
-			end++;
-			continue;
-		}
-		if (end > start && runs < CUBE_RESET_MAX_RUNS) {
-			cube_clone_zap(clone, start, end - start);
-			runs++;
-			start = index;
-		} else if (end == start) {
-			start = index;	/* the first */
-		}
-		end = index + 1;
+		cube_clone_zap_add(clone, &zap, index);
 	}
-	if (end > start)
-		cube_clone_zap(clone, start, end - start);
+	if (zap.end > zap.start)
+		cube_clone_zap(clone, zap.start, zap.end - zap.start);
 	atomic64_inc(&clone->resets);
 	mutex_unlock(&clone->lock);
 }
@@ -899,6 +977,206 @@ static long cube_clone_trim_ioctl(struct cube_clone *clone, void __user *argp)
 	return copy_to_user(argp, &tr, sizeof(tr)) ? -EFAULT : 0;
 }
 
+/*
+ * The private @page at @index, locked, is no longer the clone's: its
+ * offset maps the group's page.  @given: @page became the group's (the
+ * @pages reference moves to the group), else it is freed.
+ */
+static void cube_clone_share(struct cube_clone *clone, pgoff_t index,
+			     struct page *page, bool given)
+{
+	xa_cmpxchg(&clone->pages, index, page, CUBE_CLONE_MERGED, 0);
+	atomic64_dec(&clone->private_pages);
+	atomic64_dec(&cube_stats.private_pages);
+	atomic64_inc(&clone->shared_pages);
+	unlock_page(page);
+	if (given) {
+		atomic_long_inc(&clone->group->pages);
+		atomic64_inc(&cube_stats.shared_pages);
+	} else {
+		put_page(page);
+	}
+}
+
+/*
+ * Free the private @page at @index if it holds the bytes of the group's
+ * page @shared there; as cube_clone_trim() does with the snapshot's.
+ */
+static bool cube_clone_merge_into(struct cube_clone *clone, pgoff_t index,
+				  struct page *page, struct page *shared)
+{
+	if (!cube_clone_page_same(page, shared))
+		return false;
+	lock_page(page);
+	cube_clone_zap(clone, index, 1);
+	if (xa_load(&clone->pages, index) != page ||
+	    !cube_clone_page_same(page, shared)) {
+		unlock_page(page);
+		return false;
+	}
+	cube_clone_share(clone, index, page, false);
+	return true;
+}
+
+/* Store @page at @index of @stable if it has none: no allocation. */
+static bool cube_merge_stable_fill(struct xarray *stable, pgoff_t index,
+				   struct page *page)
+{
+	bool ok = false;
+
+	xa_lock(stable);
+	if (!xa_load(stable, index))	/* none, or the slot reserved */
+		ok = !xa_is_err(__xa_store(stable, index, page, 0));
+	xa_unlock(stable);
+	return ok;
+}
+
+/*
+ * Give the private @page at @index, whose bytes hash to @hash as a
+ * sibling's did, to the group: from now on it is never written, and the
+ * clone maps it read-only like its siblings will.  The group's slot is
+ * reserved first, so nothing allocates under the page lock.
+ */
+static bool cube_clone_promote(struct cube_clone *clone, pgoff_t index,
+			       struct page *page, u32 hash)
+{
+	struct xarray *stable = &clone->group->stable;
+
+	if (xa_reserve(stable, index, GFP_KERNEL_ACCOUNT))
+		return false;
+	lock_page(page);
+	cube_clone_zap(clone, index, 1);
+	if (xa_load(&clone->pages, index) != page ||
+	    cube_page_hash(page) != hash ||
+	    !cube_merge_stable_fill(stable, index, page)) {
+		unlock_page(page);
+		xa_release(stable, index);	/* unless another filled it */
+		return false;
+	}
+	cube_clone_share(clone, index, page, true);
+	return true;
+}
+
+/*
+ * An offer in a group's @seen: the hash of a page's bytes and which clone
+ * offered them (31 bits of its tag), in a value entry.  A clone's own
+ * offer made again is no match: its page stays its own until a sibling
+ * holds the same bytes.
+ */
+#define CUBE_OFFER_TAG_BITS	31
+
+static u32 cube_clone_offer_tag(struct cube_clone *clone)
+{
+	return clone->tag & GENMASK(CUBE_OFFER_TAG_BITS - 1, 0);
+}
+
+static void *cube_clone_offer(struct cube_clone *clone, u32 hash)
+{
+	return xa_mk_value(((unsigned long)hash << CUBE_OFFER_TAG_BITS) |
+			   cube_clone_offer_tag(clone));
+}
+
+static u32 cube_offer_hash(void *offer)
+{
+	return xa_to_value(offer) >> CUBE_OFFER_TAG_BITS;
+}
+
+static u32 cube_offer_tag(void *offer)
+{
+	return xa_to_value(offer) & GENMASK(CUBE_OFFER_TAG_BITS - 1, 0);
+}
+
+/*
+ * cube_clone_merge() - share the clone's private pages with its merge
+ * group (see &struct cube_clone_merge): each is freed when the group has a
+ * page with its bytes at its offset, becomes the group's page there when a
+ * sibling offered the same bytes (their hash) last, and is offered
+ * otherwise.  The first call joins the group @id.
+ */
+static int cube_clone_merge(struct cube_clone *clone, u64 id,
+			    struct cube_clone_merge *m)
+{
+	struct cube_merge_group *group;
+	unsigned long index;
+	struct page *shared;
+	void *entry, *offer;
+	int ret = 0;
+	u32 hash;
+
+	mutex_lock(&clone->lock);
+	group = clone->group;
+	if (group && group->id != id) {
+		ret = -EBUSY;
+		goto out;
+	}
+	if (!group) {
+		group = cube_merge_group_get(clone->snap, id);
+		if (!group) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		/* before any CUBE_CLONE_MERGED entry refers to it */
+		smp_store_release(&clone->group, group);
+	}
+	xa_for_each(&clone->pages, index, entry) {
+		struct page *page = entry;
+
+		cond_resched();		/* up to the clone's size in entries */
+		if (xa_is_value(entry))
+			continue;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		m->scanned++;
+		shared = xa_load(&group->stable, index);
+		if (shared) {
+			m->merged += cube_clone_merge_into(clone, index, page,
+							   shared);
+			continue;
+		}
+		hash = cube_page_hash(page);
+		offer = xa_load(&group->seen, index);
+		if (xa_is_value(offer) &&
+		    cube_offer_hash(offer) == hash &&
+		    cube_offer_tag(offer) != cube_clone_offer_tag(clone)) {
+			m->promoted += cube_clone_promote(clone, index, page,
+							  hash);
+			continue;
+		}
+		/* a hint only: without memory, the offset is not offered */
+		xa_store(&group->seen, index, cube_clone_offer(clone, hash),
+			 GFP_KERNEL_ACCOUNT);
+	}
+out:
+	mutex_unlock(&clone->lock);
+	return ret;
+}
+
+/*
+ * %CUBE_IOC_CLONE_MERGE.  The argument is written back before anything
+ * changes, so an argument that cannot take the answer fails with the
+ * clone as it was.
+ */
+static long cube_clone_merge_ioctl(struct cube_clone *clone,
+				   void __user *argp)
+{
+	struct cube_clone_merge m;
+	int ret;
+
+	if (copy_from_user(&m, argp, sizeof(m)))
+		return -EFAULT;
+	if (!m.group || m.flags || m.reserved)
+		return -EINVAL;
+	m.scanned = m.merged = m.promoted = 0;
+	if (copy_to_user(argp, &m, sizeof(m)))
+		return -EFAULT;
+	ret = cube_clone_merge(clone, m.group, &m);
+	if (copy_to_user(argp, &m, sizeof(m)))
+		return -EFAULT;
+	return ret;
+}
+
 static long cube_clone_counters_ioctl(struct cube_clone *clone,
 				      void __user *argp)
 {
@@ -931,6 +1209,8 @@ static long cube_clone_ioctl(struct file *file, unsigned int cmd,
 		return cube_clone_rewind_ioctl(clone, (void __user *)arg);
 	case CUBE_IOC_CLONE_TRIM:
 		return cube_clone_trim_ioctl(clone, (void __user *)arg);
+	case CUBE_IOC_CLONE_MERGE:
+		return cube_clone_merge_ioctl(clone, (void __user *)arg);
 	case CUBE_IOC_CLONE_COUNTERS:
 		return cube_clone_counters_ioctl(clone, (void __user *)arg);
 	}
@@ -958,7 +1238,7 @@ static const struct file_operations cube_clone_fops = {
  * @out: the new, unlinked snapshot
  *
  * The new snapshot extends the clone's snapshot and holds copies of the
- * clone's private pages only.  Pages the guest writes meanwhile may be
+ * clone's private pages and of its merge group's pages it maps, only.  Pages the guest writes meanwhile may be
  * caught half written: pause the vCPUs first.
  *
  * Return: 0 or a negative errno.
@@ -988,7 +1268,10 @@ int cube_clone_fork(int fd, struct cube_snapshot **out)
 	mutex_lock(&clone->lock);
 	xa_for_each(&clone->pages, index, entry) {
 		cond_resched();
-		if (xa_is_value(entry))
+		/* a group's page holds the clone's bytes too; never written */
+		if (entry == CUBE_CLONE_MERGED)
+			entry = cube_clone_shared_page(clone, index, entry);
+		else if (xa_is_value(entry))
 			continue;
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
@@ -1047,6 +1330,7 @@ static struct cube_clone *cube_clone_alloc(struct cube_snapshot *snap,
 	clone->snap = snap;
 	clone->nr_pages = snap->nr_pages;
 	clone->flags = flags;
+	clone->tag = atomic_inc_return(&cube_clone_tags);
 	xa_init(&clone->pages);
 	mutex_init(&clone->lock);
 	init_rwsem(&clone->holes);

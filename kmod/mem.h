@@ -36,6 +36,29 @@ struct cube_snapshot {
 	atomic_long_t ws_pages;
 	atomic_t clones;
 	atomic_t children;
+	struct xarray groups;		/* merge groups by id (merge.c) */
+	struct mutex groups_lock;
+};
+
+/**
+ * struct cube_merge_group - the pages clones of one snapshot share
+ * @id: the group's id, as clones named it (%CUBE_IOC_CLONE_MERGE)
+ * @snap: the snapshot (its clones in the group hold references on it)
+ * @users: clones that named the group, under the snapshot's @groups_lock
+ * @stable: offset -> the group's page there: referenced, never written,
+ *	and never replaced or removed while the group lives, so a clone may
+ *	read an entry without a lock
+ * @seen: offset -> the last offer made there without a page to merge
+ *	with: a value entry of the hash of the bytes and the offering clone
+ * @pages: struct pages in @stable
+ */
+struct cube_merge_group {
+	u64 id;
+	struct cube_snapshot *snap;
+	unsigned int users;
+	struct xarray stable;
+	struct xarray seen;
+	atomic_long_t pages;
 };
 
 #define CUBE_SNAP_ZERO		xa_mk_value(0)
@@ -58,6 +81,12 @@ struct cube_snapshot *cube_snapshot_alloc(pgoff_t nr_pages,
 int cube_snapshot_store(struct cube_snapshot *snap, pgoff_t index,
 			struct page *page);
 void cube_snapshot_unlink_all(void);
+
+/* merge.c */
+struct cube_merge_group *cube_merge_group_get(struct cube_snapshot *snap,
+					      u64 id);
+void cube_merge_group_put(struct cube_merge_group *group);
+u32 cube_page_hash(struct page *page);
 
 /* clone.c */
 int cube_clone_fork(int fd, struct cube_snapshot **out);

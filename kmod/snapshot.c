@@ -89,6 +89,8 @@ struct cube_snapshot *cube_snapshot_alloc(pgoff_t nr_pages,
 	snap->depth = 1;
 	xa_init(&snap->pages);
 	xa_init(&snap->ws);
+	xa_init(&snap->groups);
+	mutex_init(&snap->groups_lock);
 	if (parent) {
 		kref_get(&parent->ref);
 		atomic_inc(&parent->children);
@@ -116,6 +118,7 @@ static void cube_snapshot_release(struct kref *ref)
 	}
 	xa_destroy(&snap->pages);
 	xa_destroy(&snap->ws);
+	WARN_ON(!xa_empty(&snap->groups));	/* each clone holds @snap */
 	if (snap->charged)
 		cube_quota_uncharge(snap->owner, snap->held);
 	kfree(snap);

@@ -38,7 +38,7 @@ TEST(command_numbers)
 		CUBE_IOC_SNAPSHOT_INFO, CUBE_IOC_CLONE_CREATE,
 		CUBE_IOC_MEM_STATS, CUBE_IOC_CLONE_RESET,
 		CUBE_IOC_CLONE_COUNTERS, CUBE_IOC_CLONE_REWIND,
-		CUBE_IOC_CLONE_TRIM,
+		CUBE_IOC_CLONE_TRIM, CUBE_IOC_CLONE_MERGE,
 	};
 	unsigned int i;
 
@@ -60,6 +60,8 @@ TEST(command_numbers)
 		  (unsigned int)(_IOC_READ | _IOC_WRITE));
 	EXPECT_EQ(_IOC_SIZE(CUBE_IOC_CLONE_TRIM),
 		  sizeof(struct cube_clone_trim));
+	EXPECT_EQ(_IOC_SIZE(CUBE_IOC_CLONE_MERGE),
+		  sizeof(struct cube_clone_merge));
 	EXPECT_EQ(CUBE_SNAPSHOT_A_MAX, 9);
 	EXPECT_EQ(CUBE_CLONE_F_ALL, 3u);
 }

@@ -1177,6 +1177,195 @@ TEST_F(mem, trim_bad_arguments_change_nothing)
 	EXPECT_DELTA(0, 0, 0, 0);
 }
 
+static int merge_clone(int c, uint64_t group, struct cube_clone_merge *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->group = group;
+	return ioctl(c, CUBE_IOC_CLONE_MERGE, m);
+}
+
+#define EXPECT_MERGE(c, group, n_scanned, n_merged, n_promoted) do {	\
+	struct cube_clone_merge m_;					\
+	ASSERT_OK(merge_clone(c, group, &m_));				\
+	EXPECT_EQ(m_.scanned, (uint64_t)(n_scanned));			\
+	EXPECT_EQ(m_.merged, (uint64_t)(n_merged));			\
+	EXPECT_EQ(m_.promoted, (uint64_t)(n_promoted));			\
+} while (0)
+
+/*
+ * Clones of one snapshot in one group share the pages they hold with the
+ * same bytes at the same offset: the second clone that offers them gives
+ * its page to the group, the others' are freed.  Nothing reads
+ * differently, a write (also through get_user_pages()) copies again and
+ * leaves the siblings as they were, another group or another snapshot
+ * shares nothing, a snapshot of a clone keeps the shared bytes, a reset
+ * reads the snapshot again, and the group's pages go with its last clone.
+ */
+TEST_F(mem, merge_shares_identical_pages_within_a_group)
+{
+	uint64_t id = snap_of(self->dev, 16, data_8), other, fork_id = 0;
+	unsigned char *m[5], *f, v[PAGE];
+	struct cube_snapshot_info info;
+	struct cube_clone_counters cnt;
+	int c[5], cf, memfd, i;
+
+	ASSERT_NE(id, 0);
+	other = snap_of(self->dev, 16, data_8);
+	ASSERT_NE(other, 0);
+	/* a, b, c in group 1, d in group 2, e: group 1 of another snapshot */
+	for (i = 0; i < 5; i++) {
+		c[i] = mem_clone(self->dev, i == 4 ? other : id, 0);
+		ASSERT_GE(c[i], 0);
+		m[i] = mem_map(c[i], 16 * PAGE);
+		ASSERT_NE(m[i], MAP_FAILED);
+		fill(m[i], 1, 0x11);		/* over the snapshot's data */
+		fill(m[i], 9, 0x99);		/* in a hole */
+		fill(m[i], 2, i == 1 ? 0xb2 : 0xa2);
+	}
+	EXPECT_DELTA(2, 5, 16, 15);
+
+	EXPECT_MERGE(c[0], 1, 3, 0, 0);		/* offered */
+	EXPECT_MERGE(c[1], 1, 3, 0, 2);		/* 1 and 9 become the group's */
+	EXPECT_DELTA(2, 5, 18, 13);
+	EXPECT_MERGE(c[2], 1, 3, 2, 0);		/* its 1 and 9 freed */
+	EXPECT_MERGE(c[3], 2, 3, 0, 0);
+	EXPECT_MERGE(c[4], 1, 3, 0, 0);
+	EXPECT_DELTA(2, 5, 18, 11);
+	/* a's 1 and 9 are freed; its 2 matches c's, offered last */
+	EXPECT_MERGE(c[0], 1, 3, 2, 1);
+	EXPECT_DELTA(2, 5, 19, 8);
+	EXPECT_MERGE(c[2], 1, 1, 1, 0);
+	EXPECT_DELTA(2, 5, 19, 7);
+	ASSERT_OK(mem_counters(c[2], &cnt));
+	EXPECT_EQ(cnt.private_pages, 0u);
+	ASSERT_OK(mem_counters(c[1], &cnt));
+	EXPECT_EQ(cnt.private_pages, 1u);
+
+	for (i = 0; i < 5; i++) {
+		EXPECT_TRUE(page_is(m[i], 0, 1));
+		EXPECT_TRUE(page_is(m[i], 1, 0x11));
+		EXPECT_TRUE(page_is(m[i], 2, i == 1 ? 0xb2 : 0xa2));
+		EXPECT_TRUE(page_is(m[i], 9, 0x99));
+		EXPECT_TRUE(page_is(m[i], 10, 0));
+	}
+
+	/* a write copies; the siblings keep the shared bytes */
+	m[2][PAGE + 7] = 0x12;
+	EXPECT_EQ(m[2][PAGE + 7], 0x12);
+	EXPECT_TRUE(page_is(m[0], 1, 0x11));
+	EXPECT_TRUE(page_is(m[1], 1, 0x11));
+	memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(memfd, 0);
+	memset(v, 0x9a, sizeof(v));
+	ASSERT_EQ(pwrite(memfd, v, PAGE, (off_t)(uintptr_t)(m[1] + 9 * PAGE)),
+		  (ssize_t)PAGE);
+	close(memfd);
+	EXPECT_TRUE(page_is(m[1], 9, 0x9a));
+	EXPECT_TRUE(page_is(m[0], 9, 0x99));
+	EXPECT_TRUE(page_is(m[2], 9, 0x99));
+	EXPECT_DELTA(2, 5, 19, 9);
+	/* written back as the group has it: merged again */
+	fill(m[1], 9, 0x99);
+	EXPECT_MERGE(c[1], 1, 2, 1, 0);
+
+	/* a snapshot of a clone holds the bytes it shares */
+	ASSERT_OK(mem_snapshot_clone(self->dev, c[0], &fork_id));
+	ASSERT_OK(mem_snapshot_info(self->dev, fork_id, &info));
+	EXPECT_EQ(info.pages, 3u);
+	cf = mem_clone(self->dev, fork_id, 0);
+	ASSERT_GE(cf, 0);
+	f = mem_map(cf, 16 * PAGE);
+	ASSERT_NE(f, MAP_FAILED);
+	EXPECT_TRUE(page_is(f, 1, 0x11));
+	EXPECT_TRUE(page_is(f, 2, 0xa2));
+	EXPECT_TRUE(page_is(f, 9, 0x99));
+	munmap(f, 16 * PAGE);
+	close(cf);
+	ASSERT_OK(mem_snapshot_delete(self->dev, fork_id));
+
+	/* a reset reads the snapshot again, the siblings keep theirs */
+	ASSERT_OK(ioctl(c[0], CUBE_IOC_CLONE_RESET));
+	EXPECT_TRUE(page_is(m[0], 1, 2));
+	EXPECT_TRUE(page_is(m[0], 2, 3));
+	EXPECT_TRUE(page_is(m[0], 9, 0));
+	EXPECT_TRUE(page_is(m[2], 2, 0xa2));
+	EXPECT_TRUE(page_is(m[1], 1, 0x11));
+	ASSERT_OK(mem_counters(c[0], &cnt));
+	EXPECT_EQ(cnt.private_pages, 0u);
+
+	/* the group's 3 pages live while one of its clones does */
+	EXPECT_DELTA(2, 5, 19, 8);
+	for (i = 0; i < 5; i++) {
+		if (i == 2)
+			continue;
+		munmap(m[i], 16 * PAGE);
+		close(c[i]);
+	}
+	EXPECT_TRUE(page_is(m[2], 9, 0x99));
+	EXPECT_DELTA(2, 1, 19, 1);
+	munmap(m[2], 16 * PAGE);
+	close(c[2]);
+	EXPECT_DELTA(2, 0, 16, 0);
+	ASSERT_OK(mem_snapshot_delete(self->dev, id));
+	ASSERT_OK(mem_snapshot_delete(self->dev, other));
+	EXPECT_DELTA(0, 0, 0, 0);
+}
+
+/* Each bad argument fails with its errno and leaves the clone as it was. */
+TEST_F(mem, merge_bad_arguments_change_nothing)
+{
+	struct cube_clone_merge mg = { 0 };
+	struct cube_clone_counters cnt;
+	uint64_t id = snap_of(self->dev, 8, data_8);
+	unsigned char *m[2];
+	int c[2], i;
+	void *ro;
+
+	ASSERT_NE(id, 0);
+	for (i = 0; i < 2; i++) {
+		c[i] = mem_clone(self->dev, id, 0);
+		ASSERT_GE(c[i], 0);
+		m[i] = mem_map(c[i], 8 * PAGE);
+		ASSERT_NE(m[i], MAP_FAILED);
+		fill(m[i], 2, 0x33);
+	}
+	/* a good argument that cannot be written back */
+	ro = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(ro, MAP_FAILED);
+	((struct cube_clone_merge *)ro)->group = 1;
+	ASSERT_OK(mprotect(ro, PAGE, PROT_READ));
+
+	EXPECT_ERRNO(ioctl(c[1], CUBE_IOC_CLONE_MERGE, &mg), EINVAL);
+	mg.group = 1;
+	mg.flags = 1;
+	EXPECT_ERRNO(ioctl(c[1], CUBE_IOC_CLONE_MERGE, &mg), EINVAL);
+	mg.flags = 0;
+	mg.reserved = 2;
+	EXPECT_ERRNO(ioctl(c[1], CUBE_IOC_CLONE_MERGE, &mg), EINVAL);
+	mg.reserved = 0;
+	EXPECT_ERRNO(ioctl(c[1], CUBE_IOC_CLONE_MERGE, NULL), EFAULT);
+	EXPECT_ERRNO(ioctl(c[1], CUBE_IOC_CLONE_MERGE, ro), EFAULT);
+	EXPECT_ERRNO(ioctl(self->dev, CUBE_IOC_CLONE_MERGE, &mg), ENOTTY);
+	/* the first call fixes the group */
+	EXPECT_MERGE(c[0], 1, 1, 0, 0);
+	EXPECT_ERRNO(merge_clone(c[0], 2, &mg), EBUSY);
+	EXPECT_EQ(mg.scanned, 0u);
+	/* none of the failed calls joined c[1] to a group or offered a page */
+	EXPECT_MERGE(c[1], 2, 1, 0, 0);
+	ASSERT_OK(mem_counters(c[1], &cnt));
+	EXPECT_EQ(cnt.private_pages, 1u);
+	EXPECT_MERGE(c[0], 1, 1, 0, 0);
+	EXPECT_DELTA(1, 2, 8, 2);
+	munmap(ro, PAGE);
+	for (i = 0; i < 2; i++) {
+		munmap(m[i], 8 * PAGE);
+		close(c[i]);
+	}
+	ASSERT_OK(mem_snapshot_delete(self->dev, id));
+	EXPECT_DELTA(0, 0, 0, 0);
+}
+
 static uint64_t read_all(int c, size_t n, int *ok)
 {
 	struct cube_clone_counters cnt;

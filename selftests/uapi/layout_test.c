@@ -104,6 +104,12 @@
 	X(cube_clone_trim, reserved, 4, 4)				\
 	X(cube_clone_trim, scanned, 8, 8)				\
 	X(cube_clone_trim, dropped, 16, 8)				\
+	X(cube_clone_merge, group, 0, 8)				\
+	X(cube_clone_merge, flags, 8, 4)				\
+	X(cube_clone_merge, reserved, 12, 4)				\
+	X(cube_clone_merge, scanned, 16, 8)				\
+	X(cube_clone_merge, merged, 24, 8)				\
+	X(cube_clone_merge, promoted, 32, 8)				\
 	X(cube_mem_stats, snapshots, 0, 8)				\
 	X(cube_mem_stats, clones, 8, 8)					\
 	X(cube_mem_stats, shared_pages, 16, 8)				\
@@ -127,6 +133,7 @@
 	X(cube_clone_counters, 72)					\
 	X(cube_clone_rewind, 32)					\
 	X(cube_clone_trim, 24)						\
+	X(cube_clone_merge, 40)						\
 	X(cube_mem_stats, 32)
 
 /*
@@ -156,7 +163,8 @@
 	X(CUBE_IOC_CLONE_RESET, 0, 0x40, 0)				\
 	X(CUBE_IOC_CLONE_COUNTERS, 2, 0x41, 72)				\
 	X(CUBE_IOC_CLONE_REWIND, 3, 0x42, 32)				\
-	X(CUBE_IOC_CLONE_TRIM, 3, 0x43, 24)
+	X(CUBE_IOC_CLONE_TRIM, 3, 0x43, 24)				\
+	X(CUBE_IOC_CLONE_MERGE, 3, 0x44, 40)
 
 /* X(constant, value): values that travel in the structures above. */
 #define CUBE_UAPI_VALUES(X)						\

@@ -534,6 +534,51 @@ struct cube_mem_stats {
 	__u64 private_pages;
 };
 
+/**
+ * struct cube_clone_merge - argument of %CUBE_IOC_CLONE_MERGE
+ * @group: in: non-zero; the trust domain the clone's pages may be shared
+ *	in.  Fixed by the clone's first call: a later call naming another
+ *	group fails
+ * @flags: in: zero
+ * @reserved: in: zero
+ * @scanned: out: private pages looked at
+ * @merged: out: private pages freed, their offsets now mapping the group's
+ *	page with the same bytes read-only
+ * @promoted: out: private pages that became the group's page of their
+ *	offset (no longer the clone's, still mapped by it read-only)
+ *
+ * Clones of one snapshot that ran the same program often hold pages with
+ * the same bytes at the same offset.  A clone's merge shares them: the
+ * first time a page's bytes are seen at an offset in the group, their
+ * hash is remembered; a clone that then holds the same hash there gives
+ * its page to the group, and every later merge of the group frees a page
+ * that holds those bytes at that offset and maps the group's page instead.
+ * Nothing reads differently; the next write to a shared offset makes a
+ * private copy again.  Pages are compared byte for byte under the lock
+ * their faults take, after their mappings were zapped.
+ *
+ * Sharing is only among clones of one snapshot that name the same group,
+ * because a write to a shared page takes longer than a write to a private
+ * one: a clone can learn whether another of its group holds given bytes
+ * at an offset.  Name one group per tenant.  The group's pages live until
+ * the last clone that named it is gone; they count in the module's
+ * @shared_pages (&struct cube_mem_stats) and a clone's offsets that map
+ * them in its @shared_pages (&struct cube_clone_counters).
+ *
+ * Errors: %EINVAL for a zero @group or non-zero @flags or @reserved,
+ * %EBUSY when the clone named another group before, %ENOMEM, %EFAULT for
+ * an argument that cannot be read and written back; each leaves the clone
+ * as it was.
+ */
+struct cube_clone_merge {
+	__u64 group;
+	__u32 flags;
+	__u32 reserved;
+	__u64 scanned;
+	__u64 merged;
+	__u64 promoted;
+};
+
 /* on /dev/cube */
 #define CUBE_IOC_SNAPSHOT_CREATE _IOWR(CUBE_IOCTL_MAGIC, 0x30, struct cube_snapshot_create)
 #define CUBE_IOC_SNAPSHOT_DELETE _IOW(CUBE_IOCTL_MAGIC, 0x31, struct cube_snapshot_id)
@@ -545,6 +590,7 @@ struct cube_mem_stats {
 #define CUBE_IOC_CLONE_COUNTERS	_IOR(CUBE_IOCTL_MAGIC, 0x41, struct cube_clone_counters)
 #define CUBE_IOC_CLONE_REWIND	_IOWR(CUBE_IOCTL_MAGIC, 0x42, struct cube_clone_rewind)
 #define CUBE_IOC_CLONE_TRIM	_IOWR(CUBE_IOCTL_MAGIC, 0x43, struct cube_clone_trim)
+#define CUBE_IOC_CLONE_MERGE	_IOWR(CUBE_IOCTL_MAGIC, 0x44, struct cube_clone_merge)
 
 /**
  * DOC: generic netlink
