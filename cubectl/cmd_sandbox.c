@@ -83,6 +83,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 		{ "net", required_argument, NULL, 'n' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "disk", required_argument, NULL, 'D' },
+		{ "no-merge", no_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -142,11 +143,14 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 				return EX_USAGE;
 			l.nlabels++;
 			break;
+		case 'M':
+			l.no_merge = true;
+			break;
 		case OPT_JSON:
 			c->json = true;
 			break;
 		default:
-			return bad_usage("create", "[--template T] [--vcpus N] [--memory MIB] [--timeout S] [--disk SIZE] [--net none|deny|internet|FILE] [--label K=V]...");
+			return bad_usage("create", "[--template T] [--vcpus N] [--memory MIB] [--timeout S] [--disk SIZE] [--net none|deny|internet|FILE] [--no-merge] [--label K=V]...");
 		}
 	}
 	if (optind != argc)
@@ -167,7 +171,7 @@ int cmd_create(struct cctx *c, int argc, char **argv)
 	 * network set-up too.
 	 */
 	ret = -ENOENT;
-	if (!vcpus && !mem && !l.nlabels && !l.disk_bytes &&
+	if (!vcpus && !mem && !l.nlabels && !l.disk_bytes && !l.no_merge &&
 	    (!l.net || (t.net && l.net->mode != CUBE_NET_NONE)))
 		ret = cube_nl_pool_take(nl, t.name, &id, NULL);
 	if (ret == -EPERM || ret == -EACCES) {

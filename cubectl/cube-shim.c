@@ -73,6 +73,7 @@ struct shim {
 	unsigned int nlabels;
 	int report_fd;
 	bool has_net;			/* --net-policy given */
+	bool no_merge;			/* --no-merge: share no page */
 	struct cube_net_policy policy;
 	struct cube_net net;
 	char **vmm_argv;
@@ -139,6 +140,7 @@ static int parse_args(struct shim *s, int argc, char **argv)
 		{ "net-policy", required_argument, NULL, 'n' },
 		{ "end-after", required_argument, NULL, 'e' },
 		{ "disk", required_argument, NULL, 'd' },
+		{ "no-merge", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end, *eq;
@@ -207,6 +209,9 @@ static int parse_args(struct shim *s, int argc, char **argv)
 			    s->disk_want > CUBE_SANDBOX_DISK_MAX ||
 			    s->disk_want % 4096)
 				return -EINVAL;
+			break;
+		case 'M':
+			s->no_merge = true;
 			break;
 		case 'e':
 			s->end_after = strtoul(optarg, &end, 10);
@@ -643,8 +648,8 @@ static int take_jail_id(struct shim *s)
 	return -e;
 }
 
-/* the arguments start_vmm() adds to the template's: eleven pairs */
-#define SHIM_VMM_ARGS	22
+/* the arguments start_vmm() adds to the template's: twelve pairs */
+#define SHIM_VMM_ARGS	24
 
 /*
  * A sandbox gives back the private pages that hold its snapshot's contents
@@ -654,6 +659,19 @@ static int take_jail_id(struct shim *s)
  * --trim-every wins.
  */
 #define SHIM_TRIM_EVERY	"10"
+
+/*
+ * Each trim also shares the pages the sandbox holds with the same bytes
+ * as other sandboxes of its template started by the same user (cube.ko's
+ * merge group: the user's uid + 1), unless it was started with --no-merge
+ * or the template's own arguments name a group.  A group is one trust
+ * domain: a sandbox can tell by timing whether another of its group holds
+ * given bytes at an offset.
+ */
+static void merge_group_arg(char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu", (unsigned long long)getuid() + 1);
+}
 
 static bool has_arg(char **argv, int argc, const char *name)
 {
@@ -671,7 +689,7 @@ static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
 	char name[32], tapfd[16], sbfd[16], diskfd[16], cpdir[PATH_MAX + 16];
-	char jail_user[32], brokerfd[16];
+	char jail_user[32], brokerfd[16], group[24];
 	char **argv;
 	int i, n = 0, broker = -1, ret;
 
@@ -714,6 +732,11 @@ static int start_vmm(struct shim *s)
 	if (!has_arg(s->vmm_argv, s->vmm_argc, "--trim-every")) {
 		argv[n++] = "--trim-every";
 		argv[n++] = SHIM_TRIM_EVERY;
+	}
+	if (!s->no_merge && !has_arg(s->vmm_argv, s->vmm_argc, "--merge-group")) {
+		merge_group_arg(group, sizeof(group));
+		argv[n++] = "--merge-group";
+		argv[n++] = group;
 	}
 	/*
 	 * the VMM attaches its restore's clone: the sandbox's memory

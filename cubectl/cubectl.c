@@ -188,7 +188,7 @@ static const struct {
 	int (*fn)(struct cctx *c, int argc, char **argv);
 	const char *help;
 } cmds[] = {
-	{ "create", cmd_create, "create [--template T] [--vcpus N] [--memory MIB] [--timeout S] [--disk SIZE] [--net none|deny|internet|FILE] [--label K=V]..." },
+	{ "create", cmd_create, "create [--template T] [--vcpus N] [--memory MIB] [--timeout S] [--disk SIZE] [--net none|deny|internet|FILE] [--no-merge] [--label K=V]..." },
 	{ "exec", cmd_exec, "exec [-i] [-t] [--env K=V]... [--cwd D] [--user U] [--timeout S] ID -- CMD [ARG]..." },
 	{ "run", cmd_run, "run ID [--language L] CODE|-  (the code interpreter: text, images saved)" },
 	{ "fork", cmd_fork, "fork ID" },

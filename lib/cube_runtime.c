@@ -614,6 +614,8 @@ int cube_sandbox_launch(const struct cube_launch *l, uint64_t *id, char *err)
 		argv[argc++] = "--own-snapshot";
 		argv[argc++] = l->tmpl->snapshot;
 	}
+	if (l->no_merge)
+		argv[argc++] = "--no-merge";
 	if (l->tmpl->net) {
 		struct cube_net_policy internet = { .mode = CUBE_NET_INTERNET };
 		int n;

@@ -125,6 +125,11 @@ struct cube_launch {
 	const struct cube_net_policy *net;
 	/* the writable disk's size; 0: the snapshot's (the template's) */
 	uint64_t disk_bytes;
+	/*
+	 * share no page with the caller's other sandboxes of the template
+	 * (cube-shim --no-merge)
+	 */
+	bool no_merge;
 };
 
 /**

@@ -75,6 +75,7 @@ struct opts {
 	const char *checkpoint_dir;
 	uint64_t rollback_keep_mib;	/* UINT64_MAX: all */
 	uint64_t trim_every;		/* seconds, 0: never */
+	uint64_t merge_group;		/* 0: the trim merges nothing */
 	bool verify_memory;
 	bool no_cube;
 	const char *control;
@@ -107,6 +108,7 @@ struct vmm {
 	uint64_t trim_left;		/* private pages the last trim left */
 	unsigned long trims;		/* trims done ("trim", --trim-every) */
 	uint64_t trimmed;		/* pages they gave back */
+	uint64_t merged;		/* pages their merges shared */
 	struct ckpt_set ck;		/* checkpoints and rollbacks */
 	uint64_t disk_size;		/* the writable disk's, 0: none */
 	int epoll_fd;
@@ -169,6 +171,10 @@ static void usage(FILE *f)
 "                       in S seconds, 1..3600), give back the pages that\n"
 "                       hold the snapshot's contents again (as \"trim\"\n"
 "                       does); then sleep until the next vsock connection\n"
+"  --merge-group N      each trim also shares the pages that other clones\n"
+"                       of the snapshot in group N (1..2^64-1, one per\n"
+"                       tenant: see cube.ko's CUBE_IOC_CLONE_MERGE) hold\n"
+"                       with the same bytes at the same offset\n"
 "  --rollback-keep MiB  of the pages the guest wrote, how much a rollback to\n"
 "                       the snapshot it runs on keeps, the snapshot copied\n"
 "                       back into them (no fault when written again), rather\n"
@@ -207,7 +213,7 @@ enum {
 	OPT_SNAPOUT, OPT_RESTORE, OPT_VERIFY, OPT_CONTROL, OPT_ID,
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
 	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
-	OPT_CKPTDIR, OPT_VSOCK_BROKER, OPT_ROLLBACK_KEEP, OPT_TRIM_EVERY, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
+	OPT_CKPTDIR, OPT_VSOCK_BROKER, OPT_ROLLBACK_KEEP, OPT_TRIM_EVERY, OPT_MERGE_GROUP, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
 };
 
 static const struct option long_opts[] = {
@@ -235,6 +241,7 @@ static const struct option long_opts[] = {
 	{ "checkpoint-dir", required_argument, NULL, OPT_CKPTDIR },
 	{ "rollback-keep", required_argument, NULL, OPT_ROLLBACK_KEEP },
 	{ "trim-every", required_argument, NULL, OPT_TRIM_EVERY },
+	{ "merge-group", required_argument, NULL, OPT_MERGE_GROUP },
 	{ "verify-memory", no_argument, NULL, OPT_VERIFY },
 	{ "no-cube", no_argument, NULL, OPT_NOCUBE },
 	{ "control", required_argument, NULL, OPT_CONTROL },
@@ -366,6 +373,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 				    &o->trim_every))
 				return -1;
 			break;
+		case OPT_MERGE_GROUP:
+			if (num_opt("merge-group", optarg, 1, UINT64_MAX,
+				    &o->merge_group))
+				return -1;
+			break;
 		case OPT_ROLLBACK_KEEP:
 			if (num_opt("rollback-keep", optarg, 0, 3072,
 				    &o->rollback_keep_mib))
@@ -418,6 +430,10 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	}
 	if (o->no_cube && !o->restore) {
 		pr_err("--no-cube needs --restore");
+		return -1;
+	}
+	if (o->merge_group && (!o->restore || o->no_cube)) {
+		pr_err("--merge-group needs --restore onto a cube.ko clone");
 		return -1;
 	}
 	if (!o->jail_root != !o->jail_uid) {
@@ -718,17 +734,21 @@ static void status_reply(struct vmm *m, char *reply, size_t len)
 			      (unsigned long long)cc.around);
 	if (n >= 0 && (size_t)n < len)
 		snprintf(reply + n, len - n,
-			 " checkpoints=%u rollbacks=%lu trims=%lu trimmed=%llu",
+			 " checkpoints=%u rollbacks=%lu trims=%lu trimmed=%llu merged=%llu",
 			 m->ck.nr, m->ck.rollbacks, m->trims,
-			 (unsigned long long)m->trimmed);
+			 (unsigned long long)m->trimmed,
+			 (unsigned long long)m->merged);
 }
 
 /*
  * "trim": the clone gives back the private pages that hold the snapshot's
- * contents again (CUBE_IOC_CLONE_TRIM); safe while the guest runs.
+ * contents again (CUBE_IOC_CLONE_TRIM) and, with --merge-group, shares
+ * those its group's clones hold too (CUBE_IOC_CLONE_MERGE); safe while the
+ * guest runs.
  */
 static void trim_reply(struct vmm *m, char *reply, size_t len)
 {
+	struct cube_clone_merge mg = { .group = m->o.merge_group };
 	struct cube_clone_trim tr = { 0 };
 	uint64_t t0 = now_us();
 
@@ -744,9 +764,18 @@ static void trim_reply(struct vmm *m, char *reply, size_t len)
 	m->trim_left = tr.scanned - tr.dropped;
 	m->trims++;
 	m->trimmed += tr.dropped;
-	snprintf(reply, len, "OK trim scanned=%llu dropped=%llu us=%llu",
+	if (mg.group && ioctl(m->mem_fd, CUBE_IOC_CLONE_MERGE, &mg)) {
+		snprintf(reply, len, "ERR trim: CUBE_IOC_CLONE_MERGE: %s",
+			 strerror(errno));
+		return;
+	}
+	m->trim_left -= mg.merged + mg.promoted;
+	m->merged += mg.merged + mg.promoted;
+	snprintf(reply, len, "OK trim scanned=%llu dropped=%llu merged=%llu promoted=%llu us=%llu",
 		 (unsigned long long)tr.scanned,
 		 (unsigned long long)tr.dropped,
+		 (unsigned long long)mg.merged,
+		 (unsigned long long)mg.promoted,
 		 (unsigned long long)(now_us() - t0));
 }
 
