@@ -272,6 +272,8 @@ static const unsigned long allowed_ioctls[] = {
 	CUBE_IOC_CLONE_COUNTERS,
 	/* "trim": its pages that hold the snapshot's contents again go */
 	CUBE_IOC_CLONE_TRIM,
+	/* and, with --merge-group, those its group's clones hold too */
+	CUBE_IOC_CLONE_MERGE,
 };
 
 /*

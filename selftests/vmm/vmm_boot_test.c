@@ -148,6 +148,23 @@ TEST(bad_options_refused)
 		EXPECT_TRUE(file_has(err, "--trim-every"));
 	}
 	{
+		const char *a[] = { "x", "--kernel", k, "--merge-group", "0",
+				    NULL };
+
+		st = run_args(a, err);
+		EXPECT_EXIT(st, 2);
+		EXPECT_TRUE(file_has(err, "--merge-group"));
+	}
+	{
+		/* a boot is no clone: nothing to merge */
+		const char *a[] = { "x", "--kernel", k, "--merge-group", "3",
+				    NULL };
+
+		st = run_args(a, err);
+		EXPECT_EXIT(st, 2);
+		EXPECT_TRUE(file_has(err, "--merge-group needs --restore"));
+	}
+	{
 		const char *a[] = { "x", "--kernel", k, "--rollback-keep",
 				    "3073", NULL };
 

@@ -469,6 +469,64 @@ TEST(trim_every_trims_by_itself)
 }
 
 /*
+ * --merge-group: two VMs of one snapshot in one group, whose guests did
+ * the same, share the pages they hold with the same bytes.  The first
+ * trim offers, the second VM's gives its pages to the group, the first's
+ * next one frees its copies; both guests read what they had, and a
+ * rollback of one leaves the other as it was.
+ */
+TEST(merge_group_shares_what_two_guests_hold)
+{
+	char dir[128], snap[160], reply[256], val[80];
+	long long before[2], promoted, merged;
+	struct rvm v[2];
+	int i;
+
+	scratch(dir, sizeof(dir), snap, sizeof(snap), "rb10");
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(rvm_start(&v[i], dir, i, snap, true,
+				    "--merge-group=9"), 0);
+		ASSERT_EQ(set_value(&v[i], "same"), 0);
+		ASSERT_EQ(dirty(&v[i], 4, 3), 0);
+		ASSERT_EQ(control(v[i].ctl, "status", reply, sizeof(reply)), 0);
+		before[i] = field(reply, " clone_private_pages=");
+	}
+	ASSERT_EQ(control(v[0].ctl, "trim", reply, sizeof(reply)), 0);
+	TH_LOG("first: %s", reply);
+	EXPECT_EQ(field(reply, " merged="), 0);
+	EXPECT_EQ(field(reply, " promoted="), 0);
+	ASSERT_EQ(control(v[1].ctl, "trim", reply, sizeof(reply)), 0);
+	TH_LOG("second: %s", reply);
+	promoted = field(reply, " promoted=");
+	/* most of the 4 MiB the guests wrote alike, at least */
+	EXPECT_GE(promoted, 512);
+	ASSERT_EQ(control(v[0].ctl, "trim", reply, sizeof(reply)), 0);
+	TH_LOG("first again: %s", reply);
+	merged = field(reply, " merged=");
+	EXPECT_GE(merged, 512);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(control(v[i].ctl, "status", reply, sizeof(reply)), 0);
+		TH_LOG("%d: %lld private pages before, %s", i, before[i], reply);
+		EXPECT_LE(field(reply, " clone_private_pages="),
+			  before[i] - (i ? promoted : merged));
+		get_value(&v[i], val, sizeof(val));
+		EXPECT_STREQ(val, "same");
+	}
+	/* written again: copies of their own, the same bytes for both */
+	ASSERT_EQ(dirty(&v[1], 4, 5), 0);
+	ASSERT_EQ(control(v[1].ctl, "rollback", reply, sizeof(reply)), 0);
+	EXPECT_EQ(strncmp(reply, "OK rollback @restore ", 21), 0);
+	get_value(&v[1], val, sizeof(val));
+	EXPECT_STREQ(val, "-");
+	get_value(&v[0], val, sizeof(val));
+	EXPECT_STREQ(val, "same");
+	ASSERT_EQ(dirty(&v[0], 4, 3), 0);
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(rvm_stop(&v[i]), 0);
+	rm_tree(dir);
+}
+
+/*
  * How often the main thread of the VM process (the VMM's child in its
  * cgroup, else the VMM) went to sleep and was woken: its
  * voluntary_ctxt_switches; -1 when unreadable.
