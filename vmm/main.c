@@ -171,10 +171,11 @@ static void usage(FILE *f)
 "                       in S seconds, 1..3600), give back the pages that\n"
 "                       hold the snapshot's contents again (as \"trim\"\n"
 "                       does); then sleep until the next vsock connection\n"
-"  --merge-group N      each trim also shares the pages that other clones\n"
-"                       of the snapshot in group N (1..2^64-1, one per\n"
-"                       tenant: see cube.ko's CUBE_IOC_CLONE_MERGE) hold\n"
-"                       with the same bytes at the same offset\n"
+"  --merge-group N      for a restore onto a cube.ko clone: each trim also\n"
+"                       shares the pages that other clones of the snapshot\n"
+"                       in group N (1..2^64-1, one per tenant: see cube.ko's\n"
+"                       CUBE_IOC_CLONE_MERGE) hold with the same bytes at\n"
+"                       the same offset\n"
 "  --rollback-keep MiB  of the pages the guest wrote, how much a rollback to\n"
 "                       the snapshot it runs on keeps, the snapshot copied\n"
 "                       back into them (no fault when written again), rather\n"
@@ -432,8 +433,9 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		pr_err("--no-cube needs --restore");
 		return -1;
 	}
-	if (o->merge_group && (!o->restore || o->no_cube)) {
-		pr_err("--merge-group needs --restore onto a cube.ko clone");
+	/* like --trim-every, nothing to do on a restore that is no clone */
+	if (o->merge_group && !o->restore) {
+		pr_err("--merge-group needs --restore");
 		return -1;
 	}
 	if (!o->jail_root != !o->jail_uid) {

@@ -568,7 +568,7 @@ struct cube_mem_stats {
  * Errors: %EINVAL for a zero @group or non-zero @flags or @reserved,
  * %EBUSY when the clone named another group before, %ENOMEM, %EFAULT for
  * an argument that cannot be read and written back; each leaves the clone
- * as it was.
+ * as it was.  %EINTR on a fatal signal: what was shared stays shared.
  */
 struct cube_clone_merge {
 	__u64 group;
