@@ -300,7 +300,12 @@ static double pct(double *v, int n, int p)
  * The VMM of sandbox @id: the child of the sandbox's owner, the cube-shim,
  * whose pid `cubectl --json inspect` reports.
  */
-static pid_t vmm_pid(uint64_t id)
+/*
+ * The processes of sandbox @id, its shim first: shim -> cube-vmm, which
+ * runs the VM in a child of its own inside the sandbox's cgroup and only
+ * waits for it.  Return: how many of @chain (up to 3) were found.
+ */
+static int sandbox_procs(uint64_t id, pid_t chain[3])
 {
 	char ids[32], out[4096], buf[64], *p;
 	char *argv[] = { (char *)cubectl, "--json", "inspect", ids, NULL };
@@ -333,11 +338,8 @@ static pid_t vmm_pid(uint64_t id)
 		shim = strtol(p + 1, NULL, 10);
 	if (shim <= 0)
 		return 0;
-	/*
-	 * shim -> cube-vmm, which runs the VM in a child of its own inside
-	 * the sandbox's cgroup and only waits for it: the deepest is the VMM
-	 */
-	for (pid = shim; depth < 3; depth++) {
+	chain[0] = shim;
+	for (pid = shim; depth < 2; depth++) {
 		snprintf(buf, sizeof(buf), "/proc/%d/task/%d/children", pid, pid);
 		f = fopen(buf, "r");
 		if (!f)
@@ -348,8 +350,18 @@ static pid_t vmm_pid(uint64_t id)
 		if (child <= 0)
 			break;
 		pid = child;
+		chain[depth + 1] = pid;
 	}
-	return pid == shim ? 0 : pid;
+	return depth + 1;
+}
+
+/* The process that runs sandbox @id's VM: the deepest of its chain. */
+static pid_t vmm_pid(uint64_t id)
+{
+	pid_t chain[3];
+	int n = sandbox_procs(id, chain);
+
+	return n > 1 ? chain[n - 1] : 0;
 }
 
 static long proc_value(pid_t pid, const char *key)
@@ -576,6 +588,7 @@ static int mem_stats(struct cube_mem_stats *ms)
 struct vmm_cost {
 	int seen, clones, clone_err;
 	long rss, anon, pte, threads, minflt, exits;
+	long shim_anon, parent_anon;	/* the shim's, the VMM parent's */
 	long long faults, cow_faults, around;
 };
 
@@ -596,11 +609,17 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 		char path[PATH_MAX], reply[512];
 		pid_t pid;
 
-		if (!s[i].ok)
+		pid_t chain[3];
+
+		if (!s[i].ok || sandbox_procs(s[i].id, chain) != 3)
 			continue;
-		pid = vmm_pid(s[i].id);
-		if (pid <= 0)
-			continue;
+		pid = chain[2];
+		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup",
+			 (int)chain[0]);
+		c->shim_anon += kib_field(path, "Anonymous:");
+		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup",
+			 (int)chain[1]);
+		c->parent_anon += kib_field(path, "Anonymous:");
 		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
 		c->anon += kib_field(path, "Anonymous:");
 		c->rss += proc_value(pid, "VmRSS:");
@@ -632,6 +651,8 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 	if (c->seen) {
 		c->rss /= c->seen;
 		c->anon /= c->seen;
+		c->shim_anon /= c->seen;
+		c->parent_anon /= c->seen;
 		c->pte /= c->seen;
 		c->threads /= c->seen;
 		c->minflt /= c->seen;
@@ -909,13 +930,15 @@ static int mem_level(const char *tmpl, int n)
 		long priv = (long)(m1.private_pages - m0.private_pages) * 4;
 		long shared = (long)m1.shared_pages * 4;
 
-		printf("# %3d idle sandboxes (%d asked): per sandbox host %ld KiB (MemAvailable), cgroup %ld KiB, guest private %ld KiB (module), VMM anon %ld KiB + page tables %ld KiB (%ld threads, RSS %ld KiB); shared snapshot pages %ld KiB in all\n",
+		printf("# %3d idle sandboxes (%d asked): per sandbox host %ld KiB (MemAvailable), cgroup %ld KiB, guest private %ld KiB (module), VMM anon %ld KiB + page tables %ld KiB (%ld threads, RSS %ld KiB), its parent's anon %ld KiB, the shim's %ld KiB; shared snapshot pages %ld KiB in all\n",
 		       ok, n, (a0 - a1) / ok, g0 < 0 ? -1 : (g1 - g0) / ok, priv / ok,
-		       c.anon, c.pte, c.threads, c.rss, shared);
-		printf("bench: figure=memory_idle n=%d asked=%d host_kib=%ld cgroup_kib=%ld guest_private_kib=%ld vmm_anon_kib=%ld vmm_pte_kib=%ld vmm_threads=%ld vmm_rss_kib=%ld shared_kib=%ld clones=%" PRIu64 "\n",
+		       c.anon, c.pte, c.threads, c.rss, c.parent_anon,
+		       c.shim_anon, shared);
+		printf("bench: figure=memory_idle n=%d asked=%d host_kib=%ld cgroup_kib=%ld guest_private_kib=%ld vmm_anon_kib=%ld vmm_pte_kib=%ld vmm_threads=%ld vmm_rss_kib=%ld shared_kib=%ld clones=%" PRIu64 " shim_anon_kib=%ld vmm_parent_anon_kib=%ld\n",
 		       ok, n, (a0 - a1) / ok, g0 < 0 ? -1 : (g1 - g0) / ok, priv / ok,
 		       c.anon, c.pte, c.threads, c.rss, shared,
-		       (uint64_t)(m1.clones - m0.clones));
+		       (uint64_t)(m1.clones - m0.clones), c.shim_anon,
+		       c.parent_anon);
 	} else {
 		printf("# %3d idle sandboxes: none could be made\n", n);
 	}
@@ -1042,6 +1065,7 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 	struct slab_use *c0 = calloc(2 * MAX_SLAB_CACHES, sizeof(*c0));
 	struct slab_use *c1 = c0 + MAX_SLAB_CACHES;
 	const char *vmm = getenv("CUBE_VMM");
+	struct cube_mem_stats ms0 = { 0 }, ms1 = { 0 };
 	int n = 0, made = 0, n0 = -1, n1 = -1, waited = 0, w;
 	const char *why = "the maximum";
 	size_t i;
@@ -1053,6 +1077,7 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 	}
 	density_meminfo(m0);
 	n0 = slab_snapshot(c0, MAX_SLAB_CACHES);
+	mem_stats(&ms0);	/* zeros without the module: 0 moved */
 	while (n < max && !stopping) {
 		if (batch(tmpl, s + n, 1) != 1 || !s[n].ok) {
 			why = "a create failed";
@@ -1076,6 +1101,8 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 	}
 	density_meminfo(m1);
 	n1 = slab_snapshot(c1, MAX_SLAB_CACHES);
+	if (mem_stats(&ms1))
+		ms1 = ms0;
 	printf("# density: %d idle sandboxes in %d MiB (stopped by %s; %ld KiB used by the last count + 1; %d s waited for them to settle), VMM %s\n",
 	       n, budget_mib, why, used, waited, vmm ? vmm : "cube-vmm");
 	printf("bench: figure=density budget_mib=%d sandboxes=%d stopped_by=\"%s\" host_kib=%ld settle_wait_s=%d\n",
@@ -1098,6 +1125,16 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 				     "; of the slab, xarray nodes %+ld",
 			       (slab_kib(c1, n1, "radix_tree_node") -
 				slab_kib(c0, n0, "radix_tree_node")) / made);
+		/*
+		 * cube.ko: the clones' private pages, and the pages held for
+		 * all (the merge groups' pages, when sandboxes share them)
+		 */
+		printf(fig ? " module_private_kib=%lld module_shared_kib=%lld" :
+			     "; cube.ko's private pages %+lld, shared %+lld",
+		       (long long)(ms1.private_pages - ms0.private_pages) * 4 /
+		       made,
+		       (long long)(ms1.shared_pages - ms0.shared_pages) * 4 /
+		       made);
 		printf("\n");
 		if (n0 >= 0 && n1 >= 0)
 			print_slab_growth(c0, n0, c1, n1, made, fig);

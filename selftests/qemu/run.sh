@@ -206,10 +206,17 @@ fi
 con=$dir/console.log res=$dir/results.log mon=$dir/monitor
 stall=${STALL:-720} irqstall=${IRQ_STALL:-120}
 
+# mon_send CMD: one command to QEMU's monitor.  The FIFO is opened read-
+# write, which never waits: QEMU may have ended meanwhile, and an open for
+# writing alone would then wait for a reader for ever (the run with it).
+mon_send() {
+	echo "$1" 1<> "$mon.in"
+}
+
 # monitor CMD: run CMD in the QEMU monitor; prints what it answered.
 monitor() {
 	off=$(stat -c %s "$dir/monitor.log" 2>/dev/null || echo 0)
-	echo "$1" > "$mon.in"
+	mon_send "$1"
 	sleep 2
 	tail -c +$((off + 1)) "$dir/monitor.log"
 }
@@ -230,7 +237,7 @@ lost_irq() {
 dump_and_end() {
 	monitor "info registers -a" > /dev/null
 	monitor "info lapic" > /dev/null
-	echo "nmi" > "$mon.in"
+	mon_send "nmi"
 	i=0
 	while [ ! -e "$dir/qemu.rc" ] && [ $i -lt 60 ]; do
 		sleep 1
@@ -259,7 +266,7 @@ stall_watch() {
 			[ "$(results_size)" = "$last" ]; then
 			if [ $kicks -lt 3 ]; then
 				kicks=$((kicks + 1))
-				echo "sendkey shift" > "$mon.in"
+				mon_send "sendkey shift"
 				sleep 10
 				if ! lost_irq > /dev/null ||
 					[ "$(results_size)" != "$last" ]; then
