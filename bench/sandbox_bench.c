@@ -1140,6 +1140,17 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 			print_slab_growth(c0, n0, c1, n1, made, fig);
 	}
 	kill_ours();
+	/*
+	 * Their VMMs free the clones' pages as they exit, after the module's
+	 * sandboxes are gone: a pass that starts meanwhile would count that
+	 * memory coming back as room.  So the next one waits for it.
+	 */
+	for (w = 0; w < 120 && !stopping; w++) {
+		if (mem_stats(&ms1) || ms1.clones <= ms0.clones)
+			break;
+		sleep(1);
+	}
+	printf("# density: %d s for the clones to be freed after the kill\n", w);
 	free(c0);
 	free(s);
 	return 0;
