@@ -25,7 +25,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1104,13 +1103,6 @@ int main(int argc, char **argv)
 		snprintf(idstr, sizeof(idstr), "%llu", (unsigned long long)s.id);
 		report(&s, 0, "%s", idstr);
 	}
-	/*
-	 * The shim lives as long as its sandbox, one per sandbox: what the
-	 * set-up freed (the network's BPF objects and the kernel's BTF they
-	 * were fitted to, netlink buffers) goes back to the host now rather
-	 * than stay in the heap.
-	 */
-	malloc_trim(0);
 	reason = supervise(&s, sfd, s.pool != NULL);
 out:
 	if (s.vmm > 0) {

@@ -397,12 +397,9 @@ run() {
 	fi
 	# once it settles (cube-shim: --trim-every 10), an idle sandbox gives
 	# back the private pages that hold the snapshot's contents again
-	p0=$(private_pages "$id") p1=$p0 i=0
-	while [ $i -lt 90 ] && [ -n "$p1" ] && [ "$p1" -ge "${p0:-0}" ]; do
-		sleep 1
-		p1=$(private_pages "$id")
-		i=$((i + 1))
-	done
+	t0=$(cut -d. -f1 /proc/uptime)
+	p0=$(private_pages "$id") p1=$(settled_pages "$id")
+	i=$(($(cut -d. -f1 /proc/uptime) - t0))
 	echo "# private pages: $p0 after its commands, $p1 after $i s idle"
 	if [ -n "$p0" ] && [ -n "$p1" ] && [ "$p1" -lt "$p0" ]; then
 		ok "an idle sandbox trims its private pages by itself"
