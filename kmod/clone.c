@@ -990,12 +990,10 @@ static void cube_clone_share(struct cube_clone *clone, pgoff_t index,
 	atomic64_dec(&cube_stats.private_pages);
 	atomic64_inc(&clone->shared_pages);
 	unlock_page(page);
-	if (given) {
-		atomic_long_inc(&clone->group->pages);
+	if (given)
 		atomic64_inc(&cube_stats.shared_pages);
-	} else {
+	else
 		put_page(page);
-	}
 }
 
 /*

@@ -50,7 +50,6 @@ struct cube_snapshot {
  *	read an entry without a lock
  * @seen: offset -> the last offer made there without a page to merge
  *	with: a value entry of the hash of the bytes and the offering clone
- * @pages: struct pages in @stable
  */
 struct cube_merge_group {
 	u64 id;
@@ -58,7 +57,6 @@ struct cube_merge_group {
 	unsigned int users;
 	struct xarray stable;
 	struct xarray seen;
-	atomic_long_t pages;
 };
 
 #define CUBE_SNAP_ZERO		xa_mk_value(0)
