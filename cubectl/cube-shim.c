@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1017,7 +1018,8 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 		if (s->vmm <= 0)
 			return s->kill_requested ? CUBE_EXIT_KILLED :
 			       CUBE_EXIT_ERROR;
-		if (poll(p, 2, 1000) < 0 && errno != EINTR)
+		/* no timeout: the VMM's exit is a SIGCHLD on @sfd */
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			return CUBE_EXIT_ERROR;
 		if (p[0].revents & (POLLIN | POLLPRI | POLLERR | POLLHUP)) {
 			s->kill_requested = true;
@@ -1060,6 +1062,16 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* one per sandbox: no huge pages for its few KiB (cube-vmm's main()) */
 	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	/*
+	 * And what the set-up freed goes back.  The network is built in a
+	 * thread (lib/cube_net.c), whose own malloc arena kept ~850 KiB
+	 * resident for the sandbox's life: libbpf's large frees raise
+	 * glibc's trim threshold, and a thread arena's top is never trimmed
+	 * by malloc_trim().  One arena and fixed thresholds give it back.
+	 */
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+	mallopt(M_TRIM_THRESHOLD, 128 << 10);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGTERM);
@@ -1101,6 +1113,8 @@ int main(int argc, char **argv)
 		char idstr[32];
 
 		snprintf(idstr, sizeof(idstr), "%llu", (unsigned long long)s.id);
+		/* the set-up's frees, below the trim threshold */
+		malloc_trim(0);
 		report(&s, 0, "%s", idstr);
 	}
 	reason = supervise(&s, sfd, s.pool != NULL);
