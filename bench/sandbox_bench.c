@@ -52,6 +52,7 @@
  * lines.  SIGTERM, SIGINT, SIGHUP or the -T alarm stop the workers and
  * kill every sandbox this run made (label cube-bench=PID) before it exits.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -1057,6 +1058,55 @@ static void print_slab_growth(const struct slab_use *a, int na,
  * @budget_mib, a create fails, or @max are up.  Then where the memory
  * went: the change of the host's /proc/meminfo fields, per sandbox made.
  */
+/* cube-shim and cube-vmm processes running now (anyone's), or -1. */
+static int cube_processes(void)
+{
+	char path[300], comm[32];
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+	FILE *f;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;	/* gone meanwhile */
+		if (fgets(comm, sizeof(comm), f) &&
+		    (!strcmp(comm, "cube-shim\n") || !strcmp(comm, "cube-vmm\n")))
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Wait, up to @max_s seconds, until at most @procs cube processes are left
+ * (any number for -1) and the host's free memory moved by less than a MiB
+ * in the last second: what sandboxes killed before free as they exit is
+ * not room a density pass made.  Returns the seconds waited.
+ */
+static int wait_quiet(int procs, int max_s)
+{
+	long f0 = kib_field("/proc/meminfo", "MemFree:"), f1;
+	int w;
+
+	for (w = 1; w <= max_s && !stopping; w++) {
+		sleep(1);
+		f1 = kib_field("/proc/meminfo", "MemFree:");
+		if ((procs < 0 || cube_processes() <= procs) &&
+		    labs(f1 - f0) < 1024)
+			break;
+		f0 = f1;
+	}
+	return w;
+}
+
 static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 {
 	struct sample *s = calloc(max, sizeof(*s));
@@ -1068,6 +1118,7 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 	struct cube_mem_stats ms0 = { 0 }, ms1 = { 0 };
 	int n = 0, made = 0, n0 = -1, n1 = -1, waited = 0, w;
 	const char *why = "the maximum";
+	int procs0;
 	size_t i;
 
 	if (!s || !c0) {
@@ -1075,6 +1126,11 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 		free(c0);
 		return -ENOMEM;
 	}
+	/* what ran before (an earlier pass, the other figures) is gone */
+	w = wait_quiet(-1, 30);
+	printf("# density: %d s for the host's free memory to settle first\n", w);
+	procs0 = cube_processes();
+	a0 = mem_available_kib();
 	density_meminfo(m0);
 	n0 = slab_snapshot(c0, MAX_SLAB_CACHES);
 	mem_stats(&ms0);	/* zeros without the module: 0 moved */
@@ -1151,6 +1207,9 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 		sleep(1);
 	}
 	printf("# density: %d s for the clones to be freed after the kill\n", w);
+	/* and the processes, with what they hold (a --no-cube guest's copies) */
+	w = wait_quiet(procs0, 120);
+	printf("# density: %d s for its processes to be gone and free memory to settle\n", w);
 	free(c0);
 	free(s);
 	return 0;
