@@ -951,7 +951,7 @@ static int mem_level(const char *tmpl, int n)
 /* The host's /proc/meminfo fields a density run reports the change of. */
 static const char *const density_fields[] = {
 	"MemFree", "Cached", "AnonPages", "Shmem", "Slab", "SUnreclaim",
-	"KernelStack", "PageTables", "SecPageTables", "Percpu",
+	"KernelStack", "PageTables", "SecPageTables", "Percpu", "VmallocUsed",
 };
 #define NR_DENSITY_FIELDS	(sizeof(density_fields) / sizeof(density_fields[0]))
 
