@@ -1053,11 +1053,6 @@ static void print_slab_growth(const struct slab_use *a, int na,
 	printf(fig ? "\"\n" : "\n");
 }
 
-/*
- * Sandboxes made one by one until the host memory they use passes
- * @budget_mib, a create fails, or @max are up.  Then where the memory
- * went: the change of the host's /proc/meminfo fields, per sandbox made.
- */
 /* cube-shim and cube-vmm processes running now (anyone's), or -1. */
 static int cube_processes(void)
 {
@@ -1107,10 +1102,15 @@ static int wait_quiet(int procs, int max_s)
 	return w;
 }
 
+/*
+ * Sandboxes made one by one until the host memory they use passes
+ * @budget_mib, a create fails, or @max are up.  Then where the memory
+ * went: the change of the host's /proc/meminfo fields, per sandbox made.
+ */
 static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 {
 	struct sample *s = calloc(max, sizeof(*s));
-	long a0 = mem_available_kib(), used = 0;
+	long a0, used = 0;
 	long m0[NR_DENSITY_FIELDS], m1[NR_DENSITY_FIELDS];
 	struct slab_use *c0 = calloc(2 * MAX_SLAB_CACHES, sizeof(*c0));
 	struct slab_use *c1 = c0 + MAX_SLAB_CACHES;

@@ -63,11 +63,16 @@ settled_pages() {
 	echo "$p1"
 }
 
+# shim_pid ID: the pid of sandbox ID's cube-shim (its owner)
+shim_pid() {
+	$C --json inspect "$1" | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p'
+}
+
 # vmm_args ID: the command line of sandbox ID's cube-vmm, a space after each
 vmm_args() {
 	local shim p
 
-	shim=$($C --json inspect "$1" | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p')
+	shim=$(shim_pid "$1")
 	for p in $(cat /proc/$shim/task/*/children 2>/dev/null); do
 		[ "$(cat /proc/$p/comm 2>/dev/null)" = cube-vmm ] || continue
 		tr '\0' ' ' < /proc/$p/cmdline
@@ -361,7 +366,7 @@ run() {
 	fi
 	# khugepaged would give a shim's or VMM's stack a 2 MiB page
 	# (this sandbox's: its shim and what it started, not a build's VMM)
-	procs=$($C --json inspect "$id" | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p')
+	procs=$(shim_pid "$id")
 	for level in 1 2; do
 		for p in $procs; do
 			procs="$procs $(cat /proc/$p/task/*/children 2>/dev/null)"
@@ -381,7 +386,7 @@ run() {
 	# its cube-shim gave back what its set-up freed (the network was
 	# built in a thread, whose malloc arena kept ~850 KiB), and sleeps
 	# until something happens: no timer of its own
-	shim=$($C --json inspect "$id" | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p')
+	shim=$(shim_pid "$id")
 	anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$shim/status" 2>/dev/null)
 	echo "# its cube-shim holds ${anon:-?} KiB of anonymous memory"
 	if [ -n "$anon" ] && [ "$anon" -le 768 ]; then
