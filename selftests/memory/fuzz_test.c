@@ -80,7 +80,7 @@ static void fuzz_ioctl(struct fuzz *f)
 			CUBE_IOC_SNAPSHOT_INFO, CUBE_IOC_CLONE_CREATE,
 			CUBE_IOC_MEM_STATS, CUBE_IOC_CLONE_RESET,
 			CUBE_IOC_CLONE_COUNTERS, CUBE_IOC_CLONE_REWIND,
-			CUBE_IOC_CLONE_TRIM,
+			CUBE_IOC_CLONE_TRIM, CUBE_IOC_CLONE_MERGE,
 		};
 		cmd = cmds[rnd() % (sizeof(cmds) / sizeof(cmds[0]))];
 	} else {
