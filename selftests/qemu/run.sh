@@ -25,26 +25,32 @@
 # one vCPU a stall is a hang, and a clean second run would hide it.
 #
 # One stall is not a hang of the tests: L1 losing an interrupt, which
-# QEMU's TCG was seen to do.  When no result line came for IRQ_STALL
-# seconds (default 120), the harness reads L1's vCPU and local APIC
-# through the QEMU monitor, twice 10 s apart.  If both times the vCPU has
-# interrupts enabled (halted, or running: then it may be running a nested
-# guest, whose exit the interrupt should force) while its local APIC
-# holds a vector in IRR above its processor priority (PPR), an interrupt
-# is due and deliverable and was not delivered: no code in L1 can leave a
-# CPU so.  (An L1 spinning with interrupts off, a real lockup, shows IF
-# clear and stays a stall.)  The first such dumps, 2026-12-07: the APIC
-# timer expired, vector 236 pending in IRR, ISR empty, PPR 0x10, for
-# minutes; twice with the vCPU halted, once with it busy in a fork bomb's
-# nested guest that never exited.  The harness then
+# QEMU's TCG was seen to do.  Once no result line came for IRQ_STALL
+# seconds (default 5), the harness reads L1's vCPU and local APIC through
+# the QEMU monitor every few seconds, each time twice, a second apart.  If
+# both times the vCPU has interrupts enabled (halted, or running: then it
+# may be running a nested guest, whose exit the interrupt should force)
+# while its local APIC holds a vector in IRR above its processor priority
+# (PPR), an interrupt is due and deliverable and was not delivered: no
+# code in L1 can leave a CPU so.  (An L1 spinning with interrupts off, a
+# real lockup, shows IF clear and stays a stall.)  The first such dumps,
+# 2026-12-07: the APIC timer expired, vector 236 pending in IRR, ISR
+# empty, PPR 0x10, for minutes; twice with the vCPU halted, once with it
+# busy in a fork bomb's nested guest that never exited.  The harness then
 # presses a key through the monitor: the keyboard's interrupt makes QEMU
 # look at the APIC again, and when that delivers the lost one (its vector
 # leaves IRR, or a result line comes) the run goes on, the kick noted in
-# DIR/kicks.  Otherwise, or from the fourth loss on, the stall is dumped
-# as the other (registers, the local APIC, an NMI backtrace), named for
-# what it is (DIR/lost-interrupts), and is retryable below; so is a failed
-# run that was kicked, as L1's tests saw minutes pass at once.  Only the
-# first vCPU's APIC is read: the harness runs L1 with one.
+# DIR/kicks.  It is looked for early because every minute L1 sits on a
+# lost timer interrupt is a minute its tests' timeouts, RCU's stall
+# detector and the soft-lockup watchdog see pass at once when it comes:
+# the first harness waited 120 s before it looked, and a CI run lost two
+# interrupts, each kicked after 138 s, which failed a test's boot wait
+# and so the run.  Now a lost interrupt costs L1 about ten seconds.  A
+# kick that does not deliver it, or a loss after KICKS (default 20)
+# kicks, is dumped as the other stall (registers, the local APIC, an NMI
+# backtrace), named for what it is (DIR/lost-interrupts), and is
+# retryable below; so is a failed run that was kicked.  Only the first
+# vCPU's APIC is read: the harness runs L1 with one.
 #
 #   run.sh stuck-irq FILE   (the harness's own test) only says whether a
 #   monitor dump (info registers -a, then info lapic) shows the lost
@@ -204,7 +210,7 @@ if [ "$mode" = shell ]; then
 fi
 
 con=$dir/console.log res=$dir/results.log mon=$dir/monitor
-stall=${STALL:-720} irqstall=${IRQ_STALL:-120}
+stall=${STALL:-720} irqstall=${IRQ_STALL:-5} maxkicks=${KICKS:-20}
 
 # mon_send CMD: one command to QEMU's monitor.  The FIFO is opened read-
 # write, which never waits: QEMU may have ended meanwhile, and an open for
@@ -217,7 +223,7 @@ mon_send() {
 monitor() {
 	off=$(stat -c %s "$dir/monitor.log" 2>/dev/null || echo 0)
 	mon_send "$1"
-	sleep 2
+	sleep 1
 	tail -c +$((off + 1)) "$dir/monitor.log"
 }
 
@@ -247,35 +253,36 @@ dump_and_end() {
 }
 
 # stall_watch: while QEMU runs, wait for the results file to stop growing
-# for $stall seconds, or for $irqstall seconds while L1 shows a lost
-# interrupt twice 10 s apart (then kick it, at most three times); then
-# dump L1 and end QEMU.
+# for $stall seconds, then dump L1 and end QEMU.  Once it has not grown for
+# $irqstall seconds, look for a lost interrupt every few seconds: when L1
+# shows one twice a second apart, kick it (at most $maxkicks times); a
+# kick that does not deliver it ends the run as a stall.
 stall_watch() {
-	last=-1 idle=0 kicks=0
+	last=-1 since=$(date +%s) kicks=0
 	while [ ! -e "$dir/qemu.rc" ]; do
-		sleep 5
-		size=$(results_size)
+		sleep 3
+		size=$(results_size) now=$(date +%s)
 		if [ "$size" != "$last" ]; then
-			last=$size idle=0
+			last=$size since=$now
 			continue
 		fi
-		idle=$((idle + 5))
+		idle=$((now - since))
 		if [ "$irqstall" -gt 0 ] && [ "$idle" -ge "$irqstall" ] &&
-			vec=$(lost_irq) && sleep 10 && vec2=$(lost_irq) &&
+			vec=$(lost_irq) && sleep 1 && vec2=$(lost_irq) &&
 			[ "$vec" = "$vec2" ] &&
 			[ "$(results_size)" = "$last" ]; then
-			if [ $kicks -lt 3 ]; then
+			idle=$(($(date +%s) - since))
+			if [ $kicks -lt "$maxkicks" ]; then
 				kicks=$((kicks + 1))
 				mon_send "sendkey shift"
-				sleep 10
+				sleep 1
 				if ! lost_irq > /dev/null ||
 					[ "$(results_size)" != "$last" ]; then
-					echo "$(date +%T) vector $vec, $((idle + 18)) s without a result line" >> "$dir/kicks"
-					idle=0
+					echo "$(date +%T) vector $vec, $idle s without a result line" >> "$dir/kicks"
 					continue
 				fi
 			fi
-			echo "$((idle + 18))" > "$dir/stalled"
+			echo "$idle" > "$dir/stalled"
 			echo "$vec" > "$dir/lost-interrupts"
 			dump_and_end
 			return
