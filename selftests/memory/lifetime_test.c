@@ -499,7 +499,7 @@ TEST(unload_with_snapshots)
 	m[0] = 0x77;
 	ASSERT_OK(mem_snapshot_clone(dev, c, &fork_id));
 	close(dev);
-	if (ct_module_refs() != 1)
+	if (ct_module_settle(1, 30) != 1)
 		SKIP("cube.ko is in use by others (%d references)",
 		     ct_module_refs());
 	/* the clone (its mapping) pins the module */

@@ -46,6 +46,7 @@ static void start(struct vmm *v, const char *bin, const char *tag,
 {
 	const char *argv[32];
 	char mem[16], cpus[16];
+	pid_t parent;
 	int n = 0;
 
 	mk_scratch(v->dir, sizeof(v->dir), tag);
@@ -85,9 +86,12 @@ static void start(struct vmm *v, const char *bin, const char *tag,
 	if (off == NO_SECCOMP)
 		argv[n++] = "--no-seccomp";
 	argv[n] = NULL;
+	parent = getpid();
 	v->pid = fork();
 	if (v->pid == 0) {
 		int fd = open(v->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		die_with(parent);
 
 		if (fd >= 0) {
 			dup2(fd, 2);
@@ -433,9 +437,10 @@ TEST(a_vcpu_thread_call_outside_its_list_kills_the_vmm)
 /* Run cube-vmm in a mount namespace where /sys/fs/cgroup is a tmpfs. */
 static void start_without_cgroup2(struct vmm *v, enum jail_off off)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid == 0) {
+		die_with(parent);
 		if (unshare(CLONE_NEWNS) ||
 		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 		    mount("tmpfs", "/sys/fs/cgroup", "tmpfs", 0, NULL))
@@ -506,14 +511,16 @@ static int deny_seccomp(void)
 TEST(no_seccomp_no_vm)
 {
 	char path[256];
-	pid_t pid;
+	pid_t parent, pid;
 	int st;
 
 	need_kvm();
+	parent = getpid();
 	pid = fork();
 	if (pid == 0) {
 		struct vmm v;
 
+		die_with(parent);
 		if (deny_seccomp())
 			_exit(125);
 		start(&v, VMM_BIN, "nosc", NULL, -1, NULL, JAIL_ALL);

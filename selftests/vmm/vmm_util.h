@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -89,15 +90,28 @@ static inline void rm_tree(const char *dir)
 }
 
 /*
+ * In a child the test forked off @parent: die with the test.  A test that
+ * fails part-way (an ASSERT ends its process) leaves no VMM behind to hold
+ * /dev/cube and cube.ko for the tests after it.
+ */
+static inline void die_with(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(126);
+}
+
+/*
  * Start cube-vmm with argv (NULL-terminated, argv[0] ignored); its stderr
  * goes to err_path.  Returns the pid.
  */
 static inline pid_t vmm_spawn(const char *const *argv, const char *err_path)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid == 0) {
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		die_with(parent);
 
 		if (fd >= 0) {
 			dup2(fd, 2);
