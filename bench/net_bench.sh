@@ -4,7 +4,8 @@
 # net_bench.sh [DIR]: what the sandbox network costs, in one run.
 #
 #   * the network's set-up per sandbox (net_setup_bench: namespace, tap,
-#     veth, NAT, egress program), what a create without a warm pool adds;
+#     veth, NAT, egress program), what a create without a warm pool adds,
+#     and the kernel memory one holds (net_setup_bench memory: 20 held);
 #   * create to first command, without and with a warm pool, for a template
 #     with a network device and for one without (--net none): the ratios
 #     say what networking adds to a cold start;
@@ -12,11 +13,16 @@
 #     throughput and UDP round trips with the egress program attached, then
 #     with it detached from the same sandbox (ratio).
 #
+# BENCH_SAMPLES (default 5) sets the samples per figure, BENCH_NET_MEMORY_N
+# (20) the networks held for the memory figure and BENCH_NETNS_WAIT_S
+# (60) how long to wait for their namespaces to go once dropped; in the
+# VM harness, cube.bench_samples=... and so on (cmdline_env.sh).
 # DIR has the layout of `make demo-install` (default ../demo).  Needs root,
 # /dev/kvm and cube.ko.  A measurement, not a test: under TCG the times are
 # emulation's and only the ratios carry over to a KVM host.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/cmdline_env.sh"
 dir=$(cd "${1:-$here/../demo}" && pwd)
 work=/tmp/cube-net-bench.$$
 export CUBE_STATE_DIR=$work/state CUBE_RUN_DIR=$work/run
@@ -60,6 +66,7 @@ ip route add 203.0.113.10/32 via 192.0.2.2 || { echo "# net_bench: no world"; ex
 ip netns exec inet "$here/net_sink" 203.0.113.10 &
 
 "$here/net_setup_bench" setup 20 || exit 1
+"$here/net_setup_bench" memory "${BENCH_NET_MEMORY_N:-20}" || exit 1
 
 for t in benchnet benchnone; do
 	net=internet

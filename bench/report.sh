@@ -72,7 +72,8 @@ for want in clone restore_cube_first boot_cube_vmm boot_qemu_microvm \
 	idle_guest_memory private_kinds private_contents density density_no_cube \
 	density_ratio density_meminfo density_meminfo_no_cube density_slab \
 	density_slab_no_cube latency_sdk:pool=0 \
-	latency_sdk:pool=1 net_setup net_create net_data rollback:dirty_mib=1 \
+	latency_sdk:pool=1 net_setup net_memory net_memory_slab net_memory_drop \
+	net_create net_data rollback:dirty_mib=1 \
 	rollback:dirty_mib=10 rollback:dirty_mib=100; do
 	name=${want%%:*} key=
 	[ "$name" = "$want" ] || key=${want#*:}

@@ -72,6 +72,7 @@
 #include <unistd.h>
 
 #include "cube_runtime.h"
+#include "kmem.h"
 #include "nl_client.h"
 
 #define MAX_LEVELS	8
@@ -401,27 +402,6 @@ static long proc_minflt(pid_t pid)
 		if (p)
 			v = strtol(p + 1, NULL, 10);
 	}
-	fclose(f);
-	return v;
-}
-
-/* a "Key:   N kB" field of a /proc file (the sum of all that start with
- * @key), -1 when none */
-static long kib_field(const char *path, const char *key)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, strlen(key))) {
-			char *c = strchr(line, ':');
-
-			if (c)
-				v = (v < 0 ? 0 : v) + strtol(c + 1, NULL, 10);
-		}
 	fclose(f);
 	return v;
 }
@@ -948,111 +928,6 @@ static int mem_level(const char *tmpl, int n)
 	return ok == n ? 0 : 1;
 }
 
-/* The host's /proc/meminfo fields a density run reports the change of. */
-static const char *const density_fields[] = {
-	"MemFree", "Cached", "AnonPages", "Shmem", "Slab", "SUnreclaim",
-	"KernelStack", "PageTables", "SecPageTables", "Percpu", "VmallocUsed",
-};
-#define NR_DENSITY_FIELDS	(sizeof(density_fields) / sizeof(density_fields[0]))
-
-static void density_meminfo(long *v)
-{
-	char key[32];
-	size_t i;
-
-	for (i = 0; i < NR_DENSITY_FIELDS; i++) {
-		snprintf(key, sizeof(key), "%s:", density_fields[i]);
-		v[i] = kib_field("/proc/meminfo", key);
-	}
-}
-
-/* One slab cache's memory in use: active objects times their size. */
-struct slab_use {
-	char name[64];
-	long kib;
-};
-
-#define MAX_SLAB_CACHES	1024
-
-/*
- * Every slab cache's use from /proc/slabinfo into @c (at most @max);
- * returns how many, or -1 when slabinfo cannot be read.
- */
-static int slab_snapshot(struct slab_use *c, int max)
-{
-	unsigned long active, total, size;
-	char line[512], name[64];
-	FILE *f = fopen("/proc/slabinfo", "re");
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (n < max && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%63s %lu %lu %lu", name, &active, &total,
-			   &size) != 4)
-			continue;	/* the version and header lines */
-		snprintf(c[n].name, sizeof(c[n].name), "%s", name);
-		c[n].kib = (long)(active * size / 1024);
-		n++;
-	}
-	fclose(f);
-	return n;
-}
-
-/* A cache's KiB in @c, 0 when it is not there. */
-static long slab_kib(const struct slab_use *c, int n, const char *name)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(c[i].name, name))
-			return c[i].kib;
-	return 0;
-}
-
-/*
- * Which slab caches a density run grew, per sandbox made: the ten that
- * grew most and all of them together (the rest of meminfo's Slab growth
- * is kmalloc's page-sized allocations, which slabinfo does not list).
- * Prints the comment line, or the figure when @fig.
- */
-#define SLAB_TOP	10
-
-static void print_slab_growth(const struct slab_use *a, int na,
-			      const struct slab_use *b, int nb, int made,
-			      bool fig)
-{
-	int top[SLAB_TOP];
-	long grew[SLAB_TOP] = { 0 }, all = 0;
-	int i, j, k;
-
-	for (j = 0; j < SLAB_TOP; j++)
-		top[j] = -1;
-	for (i = 0; i < nb; i++) {
-		long d = b[i].kib - slab_kib(a, na, b[i].name);
-
-		all += d;
-		for (j = 0; j < SLAB_TOP; j++) {
-			if (d <= grew[j] && top[j] >= 0)
-				continue;
-			for (k = SLAB_TOP - 1; k > j; k--) {
-				top[k] = top[k - 1];
-				grew[k] = grew[k - 1];
-			}
-			top[j] = i;
-			grew[j] = d;
-			break;
-		}
-	}
-	printf(fig ? "bench: figure=density_slab made=%d all_caches_kib=%ld top=\"" :
-		     "# density: slab caches, per sandbox made (%d): all %+ld KiB; grew most:",
-	       made, all / made);
-	for (j = 0; j < SLAB_TOP && top[j] >= 0 && grew[j] > 0; j++)
-		printf(fig ? "%s%s:%ld" : "%s %s %+ld", j && fig ? "," : "",
-		       b[top[j]].name, grew[j] / made);
-	printf(fig ? "\"\n" : "\n");
-}
-
 /* cube-shim and cube-vmm processes running now (anyone's), or -1. */
 static int cube_processes(void)
 {
@@ -1111,7 +986,7 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 {
 	struct sample *s = calloc(max, sizeof(*s));
 	long a0, used = 0;
-	long m0[NR_DENSITY_FIELDS], m1[NR_DENSITY_FIELDS];
+	long m0[NR_KMEM_FIELDS], m1[NR_KMEM_FIELDS];
 	struct slab_use *c0 = calloc(2 * MAX_SLAB_CACHES, sizeof(*c0));
 	struct slab_use *c1 = c0 + MAX_SLAB_CACHES;
 	const char *vmm = getenv("CUBE_VMM");
@@ -1129,9 +1004,15 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 	/* what ran before (an earlier pass, the other figures) is gone */
 	w = wait_quiet(-1, 30);
 	printf("# density: %d s for the host's free memory to settle first\n", w);
+	/*
+	 * Each pass starts with the slab caches' empty pages given back, and
+	 * is read so at its end: otherwise a pass after another fills the
+	 * free objects the first left in partly used slabs, and looks cheaper.
+	 */
+	slab_shrink(NULL);
 	procs0 = cube_processes();
 	a0 = mem_available_kib();
-	density_meminfo(m0);
+	kmem_read(m0);
 	n0 = slab_snapshot(c0, MAX_SLAB_CACHES);
 	mem_stats(&ms0);	/* zeros without the module: 0 moved */
 	while (n < max && !stopping) {
@@ -1155,7 +1036,8 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 			break;
 		}
 	}
-	density_meminfo(m1);
+	slab_shrink(NULL);
+	kmem_read(m1);
 	n1 = slab_snapshot(c1, MAX_SLAB_CACHES);
 	if (mem_stats(&ms1))
 		ms1 = ms0;
@@ -1172,9 +1054,9 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 		else
 			printf("# density: per sandbox made (%d), the host's /proc/meminfo moved by (KiB):",
 			       made);
-		for (f = 0; f < NR_DENSITY_FIELDS; f++)
+		for (f = 0; f < NR_KMEM_FIELDS; f++)
 			printf(fig ? " %s_kib=%ld" : " %s %+ld",
-			       density_fields[f], (m1[f] - m0[f]) / made);
+			       kmem_fields[f], (m1[f] - m0[f]) / made);
 		/* xarray and radix tree nodes: where a clone keeps its pages */
 		if (n0 >= 0 && n1 >= 0)
 			printf(fig ? " xarray_nodes_kib=%ld" :
@@ -1193,7 +1075,8 @@ static int density(const char *tmpl, int budget_mib, int max, int settle_s)
 		       made);
 		printf("\n");
 		if (n0 >= 0 && n1 >= 0)
-			print_slab_growth(c0, n0, c1, n1, made, fig);
+			print_slab_growth(c0, n0, c1, n1, made, fig, "density",
+					  "sandbox");
 	}
 	kill_ours();
 	/*

@@ -55,15 +55,7 @@ export CUBE_STATE_DIR=$work/state CUBE_RUN_DIR=$work/run
 export CUBE_VMM=$dir/cube-vmm CUBE_SHIM=$dir/cube-shim
 C=$dir/cubectl
 T=bench
-for a in $(cat /proc/cmdline); do
-	case $a in
-	cube.bench_*=*)
-		k=${a%%=*}
-		k=BENCH_$(echo "${k#cube.bench_}" | tr a-z A-Z)
-		export "$k=$(echo "${a#*=}" | tr , ' ')"
-		;;
-	esac
-done
+. "$here/cmdline_env.sh"
 start=$(cut -d' ' -f1 /proc/uptime)
 deadline=${BENCH_DEADLINE:-1320}
 
