@@ -50,7 +50,11 @@
 # kicks, is dumped as the other stall (registers, the local APIC, an NMI
 # backtrace), named for what it is (DIR/lost-interrupts), and is
 # retryable below; so is a failed run that was kicked.  Only the first
-# vCPU's APIC is read: the harness runs L1 with one.
+# vCPU's APIC is read: the harness runs L1 with one.  Since kicks were
+# needed two to four times a run, the harness also presses a key every
+# POKE_S seconds (default 2; 0: never) whatever L1 does, so that a lost
+# interrupt waits at most that long (poke_loop below); the watcher stays
+# for one that a key press does not deliver.
 #
 #   run.sh stuck-irq FILE   (the harness's own test) only says whether a
 #   monitor dump (info registers -a, then info lapic) shows the lost
@@ -211,6 +215,7 @@ fi
 
 con=$dir/console.log res=$dir/results.log mon=$dir/monitor
 stall=${STALL:-720} irqstall=${IRQ_STALL:-5} maxkicks=${KICKS:-20}
+poke=${POKE_S:-2}
 
 # mon_send CMD: one command to QEMU's monitor.  The FIFO is opened read-
 # write, which never waits: QEMU may have ended meanwhile, and an open for
@@ -294,6 +299,21 @@ stall_watch() {
 	done
 }
 
+# poke_loop: while QEMU runs, press a key in L1 every $poke seconds.  The
+# keyboard's interrupt makes QEMU look at L1's local APIC again, which
+# delivers a timer interrupt it lost (see the top of this file) within
+# $poke seconds, where the watcher above needs about ten to see one: the
+# kicks a full run needed show it was not rare (two to four a run, each
+# a jump of L1's clock that some tests' timeouts and the kernel's own
+# grace periods saw; two such runs in a row failed a CI run).  L1 does
+# nothing with the key (a shift, pressed and released).
+poke_loop() {
+	while [ ! -e "$dir/qemu.rc" ]; do
+		sleep "$poke"
+		mon_send "sendkey shift"
+	done
+}
+
 # run_l1: one L1 run; its results stream to stdout, the console to a file.
 run_l1() {
 	: > "$con"
@@ -307,6 +327,10 @@ run_l1() {
 		stall_watch &
 		watchpid=$!
 	fi
+	if [ "$poke" -gt 0 ]; then
+		poke_loop &
+		pokepid=$!
+	fi
 	{
 		timeout --foreground -k 10 "$timeout" \
 			qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
@@ -319,6 +343,7 @@ run_l1() {
 		echo $? > "$dir/qemu.rc"
 	} | tee "$res" | grep -v '^CUBE-VMTEST-END'
 	[ -n "${watchpid:-}" ] && wait "$watchpid"
+	[ -n "${pokepid:-}" ] && wait "$pokepid"
 	kill "$monpid" 2>/dev/null
 	wait "$monpid" 2>/dev/null
 	rm -f "$mon.in" "$mon.out"
