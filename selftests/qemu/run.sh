@@ -45,16 +45,17 @@
 # detector and the soft-lockup watchdog see pass at once when it comes:
 # the first harness waited 120 s before it looked, and a CI run lost two
 # interrupts, each kicked after 138 s, which failed a test's boot wait
-# and so the run.  Now a lost interrupt costs L1 about ten seconds.  A
+# and so the run.  Now the watcher finds one in about ten seconds.  A
 # kick may not deliver it at once: with the vCPU busy in a nested guest
 # the interrupt waits for that guest's next exit (an E2B run's CPU-bound
-# guest was seen to hold one past 37 s).  Only a loss still there after
-# IRQ_DUMP seconds (default 120) without a result line, or one after
-# KICKS (default 20) kicks that delivered, is dumped as the other stall
-# (registers, the local APIC, an NMI backtrace), named for what it is
+# guest was seen to hold one past 37 s), so a kick that did not deliver
+# is tried again.  After KICKS (default 20) kicks that delivered, it
+# kicks no more.  A loss still there after IRQ_DUMP seconds (default
+# 120) without a result line is dumped as the other stall (registers,
+# the local APIC, an NMI backtrace), named for what it is
 # (DIR/lost-interrupts), and is retryable below; so is a failed run that
-# was kicked.  Only the first
-# vCPU's APIC is read: the harness runs L1 with one.  Since kicks were
+# was kicked.  Only the first vCPU's APIC is read: the harness runs L1
+# with one.  Since kicks were
 # needed two to four times a run, the harness also presses a key every
 # POKE_S seconds (default 2; 0: never) whatever L1 does, so that a lost
 # interrupt waits at most that long (poke_loop below); the watcher stays
