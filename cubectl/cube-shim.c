@@ -54,6 +54,7 @@
 #include "cube_checkpoint.h"
 #include "cube_net.h"
 #include "cube_runtime.h"
+#include "cube_sandbox_dir.h"
 #include "cube_sandbox_disk.h"
 #include "cube_vsock_broker.h"
 #include "nl_client.h"
@@ -89,6 +90,7 @@ struct shim {
 	uint64_t id;
 	char dir[PATH_MAX];
 	int jail_lock_fd;		/* holds the jail user's slot */
+	int dir_fd;			/* the run directory, its lock held */
 	unsigned int jail_id;		/* the VMM's uid and gid */
 	pid_t vmm;
 	bool kill_requested;
@@ -377,24 +379,22 @@ fail:
 	return ret;
 }
 
+/*
+ * The run directory, held locked for the shim's life (lib/cube_sandbox_dir.h),
+ * with its checkpoint lock; what dead shims left goes first.
+ */
 static int make_dir(struct shim *s)
 {
-	char parent[PATH_MAX], dir[sizeof(s->dir)], lock[PATH_MAX + 16];
+	char dir[sizeof(s->dir)], lock[PATH_MAX + 16], err[CUBE_ERR_MAX];
 	int fd, e;
 
-	snprintf(parent, sizeof(parent), "%s/sandboxes", cube_run_dir());
-	mkdir(cube_run_dir(), 0755);
-	mkdir(parent, 0700);
-
-	/* s->dir only once it is ours: remove_dir() removes what it names */
-	e = cube_sandbox_path(dir, sizeof(dir), s->id, NULL);
-	if (e || mkdir(dir, 0700)) {
-		e = e ? -e : errno;
-		report(s, e, "cannot create the run directory: %s",
-		       strerror(e));
-		return -e;
+	fd = cube_sandbox_dir_make(s->id, dir, sizeof(dir), err);
+	if (fd < 0) {
+		report(s, -fd, "cannot create the run directory: %s", err);
+		return fd;
 	}
-	/* the checkpoint lock: made here only, see remove_dir() */
+	s->dir_fd = fd;
+	/* the checkpoint lock: made here only, see cube_sandbox_dir_remove() */
 	snprintf(lock, sizeof(lock), "%s/" CUBE_CP_LOCK_FILE, dir);
 	fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 		  0600);
@@ -405,6 +405,7 @@ static int make_dir(struct shim *s)
 		return -e;
 	}
 	close(fd);
+	/* s->dir only once it is ours: remove_dir() removes what it names */
 	memcpy(s->dir, dir, sizeof(dir));
 	return 0;
 }
@@ -447,17 +448,6 @@ static void audit_network(uint64_t id)
 	cube_audit_id(id, "network", "cube-shim", f);
 }
 
-/* A behaviour-log event @what of sandbox @id with its "error". */
-static void audit_error(uint64_t id, const char *what, const char *err)
-{
-	struct json_object *f = json_object_new_object();
-
-	if (f)
-		json_object_object_add(f, "error",
-				       json_object_new_string(err));
-	cube_audit_id(id, what, "cube-shim", f);
-}
-
 /*
  * The uid the VMM runs as: its jail's, but ours under CUBE_NO_JAIL=1,
  * which makes cube-vmm ignore --jail-user (see vmm/main.c).
@@ -473,47 +463,14 @@ static uid_t vmm_uid(const struct shim *s)
 
 static void remove_dir(struct shim *s)
 {
-	static const char * const files[] = {
-		"vsock", "control", "console.log", "vmm.log", "e2b.json",
-		"e2b.json.tmp",
-	};
-	char p[PATH_MAX + 16], err[CUBE_ERR_MAX];
-	int lock, ret;
-	size_t i;
+	char err[CUBE_ERR_MAX];
 
-	if (!s->dir[0])
-		return;
-	/*
-	 * Under the checkpoint lock, which goes first: a checkpoint under
-	 * way ends before, and none starts after (cube_sandbox_cp_lock()
-	 * finds the lock gone).  Past its wait, the removal goes on anyway.
-	 */
-	lock = cube_sandbox_cp_lock(s->id, true, err);
-	if (lock == -EBUSY)
-		audit_error(s->id, "checkpoint_lock_not_taken", err);
-	snprintf(p, sizeof(p), "%s/" CUBE_CP_LOCK_FILE, s->dir);
-	unlink(p);
-	/*
-	 * The VMM deletes its checkpoints' module snapshots when it exits;
-	 * a killed one left them recorded there, with their files.  Their
-	 * records are the VMM's writing: deleted as its uid, a record naming
-	 * another's snapshot deletes nothing.
-	 */
-	snprintf(p, sizeof(p), "%s/" CUBE_CP_DIR, s->dir);
-	ret = cube_checkpoints_release(p, vmm_uid(s), err, sizeof(err));
-	/* for the operator: what stays in cube.ko or the run dir */
-	if (ret)
-		audit_error(s->id, "checkpoints_left", err);
-	if (lock >= 0)
-		close(lock);
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", s->dir, files[i]);
-		unlink(p);
-	}
-	/* the vsock socket may have port suffixes ("vsock_1024") */
-	snprintf(p, sizeof(p), "%s/vsock_%u", s->dir, CUBE_AGENT_VSOCK_PORT);
-	unlink(p);
-	rmdir(s->dir);
+	if (s->dir[0])
+		cube_sandbox_dir_remove(s->dir, s->id, vmm_uid(s), err,
+					sizeof(err));
+	/* the directory's lock, last: a sweep would remove it no sooner */
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
 }
 
 /*
@@ -1044,7 +1001,7 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 int main(int argc, char **argv)
 {
 	struct shim s = { .report_fd = -1, .sbfd = -1, .sfd = -1, .disk_fd = -1,
-			  .jail_lock_fd = -1, .broker = { .fd = -1 },
+			  .jail_lock_fd = -1, .dir_fd = -1, .broker = { .fd = -1 },
 			  .net = { .netns_fd = -1, .tap_fd = -1 },
 			  .vcpus = CUBE_VCPUS_DEFAULT,
 			  .memory_mb = CUBE_MEMORY_DEFAULT,

@@ -8,7 +8,8 @@
  * $CUBE_RUN_DIR/sandboxes/<id>/ (default /run/cube): "vsock" (the VMM's
  * hybrid vsock socket, where the guest agent answers), "control" (the
  * VMM's control socket) and "console.log".  When the sandbox ends, the
- * shim removes the directory.
+ * shim removes the directory; when the shim was killed, the next sandbox's
+ * shim does (lib/cube_sandbox_dir.h).
  *
  * A template is a directory $CUBE_STATE_DIR/templates/<name>/ (default
  * /var/lib/cube) holding "template.conf" (key=value lines: kernel, initrd,
@@ -151,15 +152,21 @@ struct cube_agent;
 /* a new connection to the sandbox's guest agent */
 int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
 
-/* one request (a line; the newline is added when @req lacks it) on a VMM
- * control socket; -EIO when it answers ERR */
 /*
  * Every sandbox's VMM runs as a uid and gid of its own (cube-shim's
  * take_jail_id()): by default these, CUBE_JAIL_IDS=BASE:COUNT elsewhere.
  */
 #define CUBE_JAIL_ID_BASE	1073741824U	/* 0x40000000 */
 #define CUBE_JAIL_ID_COUNT	65536U
+/*
+ * A sandbox's cube-vmm runs in the cgroup CUBE_VMM_CGROUP_PARENT/cube-<id>
+ * (cube-vmm --id cube-<id>; vmm/sandbox.c), made and removed by the VMM's
+ * own supervisor process.
+ */
+#define CUBE_VMM_CGROUP_PARENT	"/sys/fs/cgroup/cube"
 
+/* one request (a line; the newline is added when @req lacks it) on a VMM
+ * control socket; -EIO when it answers ERR */
 int cube_control(const char *path, const char *req, char *reply, size_t len);
 /* The same, passing the @nfds (at most 4) descriptors @fds with it. */
 int cube_control_fds(const char *path, const char *req, const int *fds,

@@ -9,7 +9,8 @@
 # random bytes differ after each rollback of one checkpoint; a rollback
 # racing a kill or a running exec ends clean; bad inputs are refused with
 # a clear error and change nothing; create/checkpoint/kill cycles and a
-# SIGKILLed cube-vmm leave no run directory and no module snapshot.
+# SIGKILLed cube-vmm leave no run directory and no module snapshot; what a
+# SIGKILLed cube-shim left goes at the next create.
 # Needs cube.ko, /dev/kvm, the guest rootfs disk.
 cd "$(dirname "$0")" || exit 1
 . ./ktap.sh
@@ -49,11 +50,16 @@ dirs() {
 		grep -v "^$CUBE_RUN_DIR/sandboxes/\|^$CUBE_STATE_DIR/audit" | sort
 }
 
+# vmm_gone ID: sandbox ID's cube-vmm is no longer there
+vmm_gone() {
+	[ -z "$(vmm_pid "$1")" ]
+}
+
 gone() {
 	! $C inspect "$1" >/dev/null 2>&1 && [ ! -e "$CUBE_RUN_DIR/sandboxes/$1" ]
 }
 
-PLAN=53
+PLAN=60
 ktap_plan $PLAN
 
 main() {
@@ -314,6 +320,36 @@ EOF
 	"rolled back to c1 in "*) ok "A rolls back to the c1 the forged record named" ;;
 	*) not_ok "A rolls back to the c1 the forged record named" "$out" ;;
 	esac
+
+	# --- a SIGKILLed cube-shim with a checkpoint: the next create ---
+	# --- removes its run directory and the checkpoint's snapshot ---
+	g=$($C create --template rb)
+	$C checkpoint "$g" k1 >/dev/null
+	check "a checkpoint of G: one more module snapshot" "$s1" "$(snaps)"
+	shim=$($C --json inspect "$g" | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p')
+	[ -n "$shim" ] && kill -9 "$shim"
+	wait_until 60 sh -c "! $C inspect $g >/dev/null 2>&1"
+	wait_until 60 vmm_gone "$g"
+	# what a shim killed before its end leaves: until this change, for good
+	if [ -d "$CUBE_RUN_DIR/sandboxes/$g/checkpoints/k1" ]; then
+		ok "G's killed cube-shim left its run directory and checkpoint"
+	else
+		not_ok "G's killed cube-shim left its run directory and checkpoint" \
+			"$(ls -A "$CUBE_RUN_DIR/sandboxes" | tr '\n' ' ')"
+	fi
+	h=$($C create --template rb)
+	check "the next create removed G's run directory" "" \
+		"$(find "$CUBE_RUN_DIR/sandboxes/$g" 2>/dev/null | head -3)"
+	check "and released G's checkpoint's module snapshot" $((s1 - 1)) "$(snaps)"
+	check "and removed its VMM's cgroup" no \
+		"$([ -e /sys/fs/cgroup/cube/cube-$g ] && echo yes || echo no)"
+	check "the behaviour log says so" 1 \
+		"$(grep -c '"event":"run_dir_swept"' "$CUBE_STATE_DIR/audit/$g.jsonl" 2>&1)"
+	check "live sandboxes' run directories stay" "yes yes yes" \
+		"$(for i in "$a" "$b" "$h"; do [ -e "$CUBE_RUN_DIR/sandboxes/$i/rollback.lock" ] && echo yes; done | tr '\n' ' ' | sed 's/ $//')"
+	check "the new sandbox answers" alive "$(x "$h" 'echo alive')"
+	$C kill "$h" >/dev/null
+	wait_until 60 gone "$h"
 
 	# --- 50 create/checkpoint/kill cycles ---
 	fails=0
