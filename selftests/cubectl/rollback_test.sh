@@ -59,7 +59,7 @@ gone() {
 	! $C inspect "$1" >/dev/null 2>&1 && [ ! -e "$CUBE_RUN_DIR/sandboxes/$1" ]
 }
 
-PLAN=60
+PLAN=61
 ktap_plan $PLAN
 
 main() {
