@@ -299,13 +299,11 @@ static double pct(double *v, int n, int p)
 }
 
 /*
- * The VMM of sandbox @id: the child of the sandbox's owner, the cube-shim,
- * whose pid `cubectl --json inspect` reports.
- */
-/*
- * The processes of sandbox @id, its shim first: shim -> cube-vmm, which
- * runs the VM in a child of its own inside the sandbox's cgroup and only
- * waits for it.  Return: how many of @chain (up to 3) were found.
+ * The processes of sandbox @id, its shim first (the sandbox's owner, whose
+ * pid `cubectl --json inspect` reports): shim -> cube-vmm, which runs the
+ * VM itself when the shim cloned it into its pid namespace (--parent-fd),
+ * else in a child of its own inside the sandbox's cgroup and only waits
+ * for it.  Return: how many of @chain (up to 3) were found.
  */
 static int sandbox_procs(uint64_t id, pid_t chain[3])
 {
@@ -591,16 +589,20 @@ static void vmm_cost(struct sample *s, int n, struct vmm_cost *c)
 		pid_t pid;
 
 		pid_t chain[3];
+		int np;
 
-		if (!s[i].ok || sandbox_procs(s[i].id, chain) != 3)
+		if (!s[i].ok || (np = sandbox_procs(s[i].id, chain)) < 2)
 			continue;
-		pid = chain[2];
+		pid = chain[np - 1];
 		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup",
 			 (int)chain[0]);
 		c->shim_anon += kib_field(path, "Anonymous:");
-		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup",
-			 (int)chain[1]);
-		c->parent_anon += kib_field(path, "Anonymous:");
+		/* a supervisor between shim and VM: none since --parent-fd */
+		if (np == 3) {
+			snprintf(path, sizeof(path), "/proc/%d/smaps_rollup",
+				 (int)chain[1]);
+			c->parent_anon += kib_field(path, "Anonymous:");
+		}
 		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
 		c->anon += kib_field(path, "Anonymous:");
 		c->rss += proc_value(pid, "VmRSS:");

@@ -42,6 +42,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -64,6 +65,7 @@
 #define VMM_TAP_FD	4
 #define VMM_DISK_FD	5
 #define VMM_BROKER_FD	6	/* guest-initiated vsock streams */
+#define VMM_PARENT_FD	7	/* our life, seen from the VMM (--parent-fd) */
 
 struct shim {
 	char template_name[CUBE_NAME_MAX];
@@ -91,6 +93,8 @@ struct shim {
 	char dir[PATH_MAX];
 	int jail_lock_fd;		/* holds the jail user's slot */
 	int dir_fd;			/* the run directory, its lock held */
+	int parent_pipe;		/* held for the VMM to see us die, -1 */
+	bool vmm_cgroup;		/* its cgroup is ours to remove */
 	unsigned int jail_id;		/* the VMM's uid and gid */
 	pid_t vmm;
 	bool kill_requested;
@@ -606,8 +610,8 @@ static int take_jail_id(struct shim *s)
 	return -e;
 }
 
-/* the arguments start_vmm() adds to the template's: twelve pairs */
-#define SHIM_VMM_ARGS	24
+/* the arguments start_vmm() adds to the template's: thirteen pairs */
+#define SHIM_VMM_ARGS	26
 
 /*
  * A sandbox gives back the private pages that hold its snapshot's contents
@@ -647,9 +651,10 @@ static int start_vmm(struct shim *s)
 {
 	char vsock[PATH_MAX + 8], control[PATH_MAX + 8], console[PATH_MAX + 16];
 	char name[32], tapfd[16], sbfd[16], diskfd[16], cpdir[PATH_MAX + 16];
-	char jail_user[32], brokerfd[16], group[24];
+	char jail_user[32], brokerfd[16], group[24], parentfd[16];
+	int i, n = 0, broker = -1, pp[2] = { -1, -1 }, ret;
+	bool jailed = vmm_uid(s) != geteuid();
 	char **argv;
-	int i, n = 0, broker = -1, ret;
 
 	snprintf(vsock, sizeof(vsock), "%s/vsock", s->dir);
 	snprintf(control, sizeof(control), "%s/control", s->dir);
@@ -728,21 +733,51 @@ static int start_vmm(struct shim *s)
 	snprintf(brokerfd, sizeof(brokerfd), "%d", VMM_BROKER_FD);
 	argv[n++] = "--vsock-connect-fd";
 	argv[n++] = brokerfd;
+	/*
+	 * Jailed, the VMM is pid 1 of a pid namespace of its own: made so
+	 * here, with the clone that starts it, rather than by a supervisor
+	 * process of its own that would wait as long as it runs (a copy of
+	 * the VMM, some 150 KiB of its memory and its page tables per
+	 * sandbox).  It joins its cgroup itself, and we remove the cgroup
+	 * once it is gone.  The pipe tells it when we are.
+	 */
+	if (jailed) {
+		if (pipe2(pp, O_CLOEXEC)) {
+			ret = -errno;
+			free(argv);
+			close(broker);
+			report(s, -ret, "pipe: %s", strerror(-ret));
+			return ret;
+		}
+		snprintf(parentfd, sizeof(parentfd), "%d", VMM_PARENT_FD);
+		argv[n++] = "--parent-fd";
+		argv[n++] = parentfd;
+	}
 	assert(n <= s->vmm_argc + SHIM_VMM_ARGS);
 	argv[n] = NULL;
 
-	s->vmm = fork();
+	/*
+	 * The raw clone is a fork (no stack of its own) into a new pid
+	 * namespace: the child calls only system calls until its execv().
+	 */
+	s->vmm = jailed ? syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL,
+				  NULL, 0) : fork();
 	if (s->vmm < 0) {
 		ret = -errno;
 		free(argv);
 		close(broker);
+		if (pp[0] >= 0) {
+			close(pp[0]);
+			close(pp[1]);
+		}
 		report(s, -ret, "cannot fork: %s", strerror(-ret));
 		return ret;
 	}
+	s->vmm_cgroup = jailed;
 	if (s->vmm == 0) {
 		char logp[PATH_MAX + 16];
 		sigset_t none;
-		int log, sb, tap = -1, disk = -1, bk;
+		int log, sb, tap = -1, disk = -1, bk, par = -1;
 
 		/*
 		 * The VMM's own messages, to tell why it failed: read-write,
@@ -765,6 +800,8 @@ static int start_vmm(struct shim *s)
 		/* all above the fixed numbers before any dup2() onto one */
 		sb = fcntl(s->sbfd, F_DUPFD_CLOEXEC, 16);
 		bk = fcntl(broker, F_DUPFD_CLOEXEC, 16);
+		if (jailed)
+			par = fcntl(pp[0], F_DUPFD_CLOEXEC, 16);
 		if (s->net.tap_fd >= 0)
 			tap = fcntl(s->net.tap_fd, F_DUPFD_CLOEXEC, 16);
 		if (s->disk_fd >= 0)
@@ -779,20 +816,35 @@ static int start_vmm(struct shim *s)
 			_exit(127);
 		if (bk < 0 || dup2(bk, VMM_BROKER_FD) < 0)
 			_exit(127);
-		if (close_range(VMM_BROKER_FD + 1, ~0U, 0))
+		if (jailed && (par < 0 || dup2(par, VMM_PARENT_FD) < 0))
+			_exit(127);
+		/* our end of the pipe goes too: only we may hold it */
+		if (close_range((jailed ? VMM_PARENT_FD : VMM_BROKER_FD) + 1,
+				~0U, 0))
 			_exit(127);
 		if (s->net.tap_fd < 0)
 			close(VMM_TAP_FD);
 		if (s->disk_fd < 0)
 			close(VMM_DISK_FD);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
+		/* gone before the signal was armed (pid 0: in its own ns) */
+		if (jailed) {
+			struct pollfd pf = { .fd = VMM_PARENT_FD };
+
+			if (poll(&pf, 1, 0))
+				_exit(127);
+		} else if (getppid() == 1) {
 			_exit(127);
+		}
 		execv(argv[0], argv);
 		_exit(127);
 	}
 	free(argv);
 	close(broker);			/* the VMM's end */
+	if (jailed) {
+		close(pp[0]);
+		s->parent_pipe = pp[1];	/* closed by our exit alone */
+	}
 	if (s->net.tap_fd >= 0) {
 		close(s->net.tap_fd);	/* the VMM's now */
 		s->net.tap_fd = -1;
@@ -871,8 +923,8 @@ static int wait_agent(struct shim *s)
 				snprintf(how, sizeof(how), "exit status %d",
 					 WEXITSTATUS(st));
 			else
-				snprintf(how, sizeof(how), "%s",
-					 strsignal(WTERMSIG(st)));
+				snprintf(how, sizeof(how), "killed by signal %d, %s",
+					 WTERMSIG(st), strsignal(WTERMSIG(st)));
 			report(s, EIO, "cube-vmm exited while starting (%s): %s",
 			       how, why[0] ? why : "no message");
 			return -EIO;
@@ -998,10 +1050,31 @@ static uint32_t supervise(struct shim *s, int sfd, bool pooled)
 	}
 }
 
+/*
+ * The cgroup the VMM joined (cube-vmm --parent-fd), once it is reaped: it
+ * empties with the reap, but the kernel may need a moment to see it so.
+ * One a SIGKILL of ours leaves is the next sandbox's sweep's
+ * (lib/cube_sandbox_dir.h).
+ */
+static void remove_vmm_cgroup(struct shim *s)
+{
+	char path[64];
+	int i;
+
+	if (!s->vmm_cgroup)
+		return;
+	snprintf(path, sizeof(path), CUBE_VMM_CGROUP_PARENT "/cube-%llu",
+		 (unsigned long long)s->id);
+	for (i = 0; i < 1000 && rmdir(path) && errno == EBUSY; i++)
+		usleep(1000);
+	s->vmm_cgroup = false;
+}
+
 int main(int argc, char **argv)
 {
 	struct shim s = { .report_fd = -1, .sbfd = -1, .sfd = -1, .disk_fd = -1,
-			  .jail_lock_fd = -1, .dir_fd = -1, .broker = { .fd = -1 },
+			  .jail_lock_fd = -1, .dir_fd = -1, .parent_pipe = -1,
+			  .broker = { .fd = -1 },
 			  .net = { .netns_fd = -1, .tap_fd = -1 },
 			  .vcpus = CUBE_VCPUS_DEFAULT,
 			  .memory_mb = CUBE_MEMORY_DEFAULT,
@@ -1082,6 +1155,7 @@ out:
 		if (s.vmm > 0)
 			waitpid(s.vmm, NULL, 0);
 	}
+	remove_vmm_cgroup(&s);
 	if (s.sbfd >= 0) {
 		struct json_object *f = json_object_new_object();
 

@@ -87,6 +87,7 @@ struct opts {
 	const char *net_mac;
 	int sandbox_fd;			/* -1: no cube.ko sandbox */
 	int vsock_broker_fd;		/* --vsock-connect-fd N, -1: none */
+	int parent_fd;			/* --parent-fd N, -1: a supervisor of ours */
 	const char *disk;		/* --disk PATH */
 	int disk_fd;			/* --disk-fd N, then the disk's fd */
 	const char *jail_root;		/* --jail-root DIR: the VM's only files */
@@ -189,6 +190,12 @@ static void usage(FILE *f)
 "                       a restore's clone is attached to it (its memory\n"
 "                       counters); closed once the memory is set up\n"
 "  --id NAME            sandbox id (cgroup name; default cube-vmm-<pid>)\n"
+"  --parent-fd N        started by a supervisor (cube-shim) that made this\n"
+"                       process pid 1 of a pid namespace of its own, holds\n"
+"                       the other end of the pipe N for as long as it lives\n"
+"                       and removes the cgroup once this process is gone:\n"
+"                       the VMM joins its cgroup itself, with no supervisor\n"
+"                       process of its own, and dies with that one\n"
 "  --no-cgroup          no cgroup (development only: without it a VMM that\n"
 "                       cannot make one refuses to start)\n"
 "  --no-seccomp         no seccomp filters (development only)\n"
@@ -215,6 +222,7 @@ enum {
 	OPT_NOSECCOMP, OPT_NOCGROUP, OPT_STATS, OPT_NOCUBE, OPT_NETFD,
 	OPT_NETMAC, OPT_SANDBOXFD, OPT_CONSOLE_MAX, OPT_CONSOLE_RATE,
 	OPT_CKPTDIR, OPT_VSOCK_BROKER, OPT_ROLLBACK_KEEP, OPT_TRIM_EVERY, OPT_MERGE_GROUP, OPT_DISK, OPT_DISKFD, OPT_JAIL_USER, OPT_JAIL_ROOT,
+	OPT_PARENT_FD,
 };
 
 static const struct option long_opts[] = {
@@ -249,6 +257,7 @@ static const struct option long_opts[] = {
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "no-seccomp", no_argument, NULL, OPT_NOSECCOMP },
 	{ "no-cgroup", no_argument, NULL, OPT_NOCGROUP },
+	{ "parent-fd", required_argument, NULL, OPT_PARENT_FD },
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "jail-user", required_argument, NULL, OPT_JAIL_USER },
 	{ "jail-root", required_argument, NULL, OPT_JAIL_ROOT },
@@ -302,6 +311,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	o->net_tap_fd = -1;
 	o->sandbox_fd = -1;
 	o->vsock_broker_fd = -1;
+	o->parent_fd = -1;
 	o->disk_fd = -1;
 	o->mem_mib = DEFAULT_MEM_MIB;
 	o->vcpus = 1;
@@ -338,6 +348,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			if (num_opt("vsock-connect-fd", optarg, 0, INT32_MAX, &v))
 				return -1;
 			o->vsock_broker_fd = v;
+			break;
+		case OPT_PARENT_FD:
+			if (num_opt("parent-fd", optarg, 3, INT32_MAX, &v))
+				return -1;
+			o->parent_fd = v;
 			break;
 		case OPT_NETFD:
 			if (num_opt("net-tap-fd", optarg, 0, INT32_MAX, &v))
@@ -1482,16 +1497,19 @@ int main(int argc, char **argv)
 	}
 	/* nothing a supervisor left open reaches the VM: stdio and ours only */
 	{
-		int keep[4] = { m.o.net_tap_fd, m.o.sandbox_fd, m.o.disk_fd,
-				m.o.vsock_broker_fd };
+		int keep[5] = { m.o.net_tap_fd, m.o.sandbox_fd, m.o.disk_fd,
+				m.o.vsock_broker_fd, m.o.parent_fd };
 
-		ret = jail_close_fds(keep, 4);
+		ret = jail_close_fds(keep, 5);
 		if (ret) {
 			pr_err("cannot close inherited file descriptors: %s",
 			       strerror(-ret));
 			return EXIT_ERROR;
 		}
 	}
+	/* the supervisor that started us, watched as our own would be */
+	if (m.o.parent_fd >= 0)
+		sandbox_set_parent(m.o.parent_fd);
 	/*
 	 * A restore's shape (and so its limits) is the snapshot's.  Its
 	 * memory is set up before the cgroup too: the first restore of a
@@ -1547,12 +1565,20 @@ int main(int argc, char **argv)
 		lim.parent_close = parent_close;
 		lim.nr_parent_close = ARRAY_SIZE(parent_close);
 		/* the VM process: pid 1 of a namespace of its own */
-		if (m.o.jail_root && (ret = jail_pid_ns())) {
+		if (m.o.parent_fd >= 0) {
+			/* made so by the supervisor that started us */
+			if (m.o.jail_root && getpid() != 1) {
+				pr_err("--parent-fd: the jail needs this process to be pid 1 of a pid namespace of its own");
+				return EXIT_ERROR;
+			}
+			ret = sandbox_cgroup_join(&lim, &err);
+		} else if (m.o.jail_root && (ret = jail_pid_ns())) {
 			pr_err("cannot set up the jail (a new pid namespace): %s",
 			       strerror(-ret));
 			return EXIT_ERROR;
+		} else {
+			ret = sandbox_cgroup_enter(&lim, &err);
 		}
-		ret = sandbox_cgroup_enter(&lim, &err);
 		if (ret < 0) {
 			pr_err("cgroup: %s: %s", err, strerror(-ret));
 			return EXIT_ERROR;

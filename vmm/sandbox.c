@@ -117,13 +117,16 @@ static int set_limits(const char *dir, const struct cgroup_limits *lim)
 	return ret;
 }
 
-int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
+/*
+ * The sandbox's cgroup @dir (@len), made under its parent with its limits:
+ * 0, 1 without a writable cgroup v2 (nothing done), or -errno with @err.
+ */
+static int cgroup_make(const struct cgroup_limits *lim, char *dir, size_t len,
+		       const char **err)
 {
 	const char *parent = lim->parent ? lim->parent : CGROUP_ROOT "/cube";
-	char dir[256], path[PATH_MAX], val[32];
-	struct sigaction sa = { .sa_handler = forward_signal };
-	int ret, status, pfd[2], i;
-	char go = 0;
+	char path[PATH_MAX];
+	int ret;
 
 	if (!cgroup2_writable())
 		return 1;
@@ -140,8 +143,7 @@ int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
 	}
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", parent);
 	write_str(path, "+cpu +memory +pids");
-	if (snprintf(dir, sizeof(dir), "%s/%s", parent, lim->name) >=
-	    (int)sizeof(dir)) {
+	if (snprintf(dir, len, "%s/%s", parent, lim->name) >= (int)len) {
 		*err = "cgroup path too long";
 		return -ENAMETOOLONG;
 	}
@@ -154,8 +156,42 @@ int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
 	if (ret) {
 		*err = "cannot set the cgroup limits";
 		rmdir(dir);
-		return ret;
 	}
+	return ret;
+}
+
+void sandbox_set_parent(int fd)
+{
+	parent_fd = fd;
+}
+
+int sandbox_cgroup_join(const struct cgroup_limits *lim, const char **err)
+{
+	char dir[256], path[PATH_MAX];
+	int ret;
+
+	ret = cgroup_make(lim, dir, sizeof(dir), err);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	ret = write_str(path, "0");
+	if (ret) {
+		*err = "cannot move into the sandbox cgroup";
+		rmdir(dir);
+	}
+	return ret;
+}
+
+int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err)
+{
+	char dir[256], path[PATH_MAX], val[32];
+	struct sigaction sa = { .sa_handler = forward_signal };
+	int ret, status, pfd[2], i;
+	char go = 0;
+
+	ret = cgroup_make(lim, dir, sizeof(dir), err);
+	if (ret)
+		return ret;
 	if (pipe2(pfd, O_CLOEXEC)) {
 		*err = "pipe";
 		rmdir(dir);

@@ -29,6 +29,17 @@ struct cgroup_limits {
  */
 int sandbox_cgroup_enter(const struct cgroup_limits *lim, const char **err);
 /*
+ * Started by a supervisor that removes the cgroup once this process is
+ * gone (cube-shim, cube-vmm --parent-fd): make it and move this process
+ * in, no fork.  Returns 1 (no cgroup, nothing done), 0, or -errno.
+ */
+int sandbox_cgroup_join(const struct cgroup_limits *lim, const char **err);
+/*
+ * @fd: this process's end of a pipe whose other end its supervisor holds
+ * as long as it lives (cube-vmm --parent-fd), for sandbox_watch_parent().
+ */
+void sandbox_set_parent(int fd);
+/*
  * In the VM process: (again) die with the cgroup supervisor.  A change of
  * uid or gid clears the parent-death signal, so the jail calls this after
  * it; -ESRCH if the supervisor is gone already, 0 without one.

@@ -294,7 +294,7 @@ nbad() {
 	echo "$1" | grep -c '^[0-9]'
 }
 # results outside the two tables (see run)
-PLAN_FIXED=78
+PLAN_FIXED=79
 PLAN=$((PLAN_FIXED + $(nbad "$BAD_EMPTY") + $(nbad "$BAD_LIVE")))
 
 pool_ready() {
@@ -383,6 +383,17 @@ run() {
 		not_ok "its cube-shim and cube-vmm run without transparent huge pages" \
 			"THP_enabled counts: '$thp'"
 	fi
+	# nothing waits on the VM but the shim: the cube-vmm it started is
+	# its only child, and has none (no supervisor of its own; jailed, it
+	# was cloned as pid 1 of its pid namespace and joined its cgroup)
+	shim=$(shim_pid "$id")
+	kids=$(cat /proc/$shim/task/*/children 2>/dev/null)
+	grand=$(for p in $kids; do cat /proc/$p/task/*/children 2>/dev/null; done)
+	got="$(echo $kids | wc -w) $(for p in $kids; do cat /proc/$p/comm; done) $(echo $grand | wc -w)"
+	[ "$got" = "1 cube-vmm 0" ] &&
+		ok "a sandbox is two processes: its cube-shim and its cube-vmm" ||
+		not_ok "a sandbox is two processes: its cube-shim and its cube-vmm" \
+			"children, their names, grandchildren: '$got'"
 	# its cube-shim gave back what its set-up freed (the network was
 	# built in a thread, whose malloc arena kept ~850 KiB), and sleeps
 	# until something happens: no timer of its own
