@@ -160,8 +160,8 @@ int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
 #define CUBE_JAIL_ID_COUNT	65536U
 /*
  * A sandbox's cube-vmm runs in the cgroup CUBE_VMM_CGROUP_PARENT/cube-<id>
- * (cube-vmm --id cube-<id>; vmm/sandbox.c), made and removed by the VMM's
- * own supervisor process.
+ * (cube-vmm --id cube-<id>; vmm/sandbox.c), which it makes and joins and
+ * its cube-shim removes after it (cube-vmm --parent-fd).
  */
 #define CUBE_VMM_CGROUP_PARENT	"/sys/fs/cgroup/cube"
 

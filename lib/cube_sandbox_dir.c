@@ -144,10 +144,10 @@ static int sweep_one(int pfd, const char *name, uint64_t id,
 		}
 	}
 	/*
-	 * The VMM's cgroup, which its supervisor removes after reaping it:
-	 * a shim's SIGKILL takes the supervisor with it (PR_SET_PDEATHSIG).
-	 * Still populated: a process of it is still exiting, and all waits
-	 * for the next sweep.
+	 * The cgroup the VMM joined, which its shim removes after reaping
+	 * it (or the VMM's own supervisor, when it has one).  Still
+	 * populated: a process of it is still exiting, and all waits for
+	 * the next sweep.
 	 */
 	snprintf(path, sizeof(path), CUBE_VMM_CGROUP_PARENT "/cube-%llu",
 		 (unsigned long long)id);

@@ -9,8 +9,8 @@
  * makes the directory (the directory's own flock is e2b.json's:
  * e2b/cube_backend.c).  A shim killed by SIGKILL (or the OOM killer) drops
  * the lock with its descriptors and leaves the directory, its checkpoints'
- * files and their cube.ko snapshots behind, and its VMM's cgroup (the
- * supervisor dies with the shim).  The next shim to make a directory removes
+ * files and their cube.ko snapshots behind, and the cgroup its VMM joined
+ * (cube-vmm --parent-fd: the shim removes it after the VMM).  The next shim to make a directory removes
  * each one whose lock nobody holds and whose sandbox cube.ko no longer has:
  * the first alone could be a shim between its mkdir and its lock, the second
  * alone a shim removing its own after its sandbox fd closed.
