@@ -92,7 +92,7 @@ struct shim {
 	uint64_t id;
 	char dir[PATH_MAX];
 	int jail_lock_fd;		/* holds the jail user's slot */
-	int dir_fd;			/* the run directory, its lock held */
+	int life_lock_fd;		/* the run directory's shim.lock, held */
 	int parent_pipe;		/* held for the VMM to see us die, -1 */
 	bool vmm_cgroup;		/* its cgroup is ours to remove */
 	unsigned int jail_id;		/* the VMM's uid and gid */
@@ -384,31 +384,20 @@ fail:
 }
 
 /*
- * The run directory, held locked for the shim's life (lib/cube_sandbox_dir.h),
- * with its checkpoint lock; what dead shims left goes first.
+ * The run directory with its checkpoint lock, held locked for the shim's
+ * life (lib/cube_sandbox_dir.h); what dead shims left goes first.
  */
 static int make_dir(struct shim *s)
 {
-	char dir[sizeof(s->dir)], lock[PATH_MAX + 16], err[CUBE_ERR_MAX];
-	int fd, e;
+	char dir[sizeof(s->dir)], err[CUBE_ERR_MAX];
+	int fd;
 
 	fd = cube_sandbox_dir_make(s->id, dir, sizeof(dir), err);
 	if (fd < 0) {
 		report(s, -fd, "cannot create the run directory: %s", err);
 		return fd;
 	}
-	s->dir_fd = fd;
-	/* the checkpoint lock: made here only, see cube_sandbox_dir_remove() */
-	snprintf(lock, sizeof(lock), "%s/" CUBE_CP_LOCK_FILE, dir);
-	fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		  0600);
-	if (fd < 0) {
-		e = errno;
-		report(s, e, "cannot create %s: %s", lock, strerror(e));
-		rmdir(dir);
-		return -e;
-	}
-	close(fd);
+	s->life_lock_fd = fd;
 	/* s->dir only once it is ours: remove_dir() removes what it names */
 	memcpy(s->dir, dir, sizeof(dir));
 	return 0;
@@ -473,8 +462,8 @@ static void remove_dir(struct shim *s)
 		cube_sandbox_dir_remove(s->dir, s->id, vmm_uid(s), err,
 					sizeof(err));
 	/* the directory's lock, last: a sweep would remove it no sooner */
-	if (s->dir_fd >= 0)
-		close(s->dir_fd);
+	if (s->life_lock_fd >= 0)
+		close(s->life_lock_fd);
 }
 
 /*
@@ -1061,10 +1050,8 @@ static void remove_vmm_cgroup(struct shim *s)
 	char path[64];
 	int i;
 
-	if (!s->vmm_cgroup)
+	if (!s->vmm_cgroup || cube_sandbox_cgroup(path, sizeof(path), s->id))
 		return;
-	snprintf(path, sizeof(path), CUBE_VMM_CGROUP_PARENT "/cube-%llu",
-		 (unsigned long long)s->id);
 	for (i = 0; i < 1000 && rmdir(path) && errno == EBUSY; i++)
 		usleep(1000);
 	s->vmm_cgroup = false;
@@ -1073,7 +1060,7 @@ static void remove_vmm_cgroup(struct shim *s)
 int main(int argc, char **argv)
 {
 	struct shim s = { .report_fd = -1, .sbfd = -1, .sfd = -1, .disk_fd = -1,
-			  .jail_lock_fd = -1, .dir_fd = -1, .parent_pipe = -1,
+			  .jail_lock_fd = -1, .life_lock_fd = -1, .parent_pipe = -1,
 			  .broker = { .fd = -1 },
 			  .net = { .netns_fd = -1, .tap_fd = -1 },
 			  .vcpus = CUBE_VCPUS_DEFAULT,

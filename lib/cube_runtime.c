@@ -64,6 +64,14 @@ int cube_sandbox_path(char *buf, size_t len, uint64_t id, const char *file)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+int cube_sandbox_cgroup(char *buf, size_t len, uint64_t id)
+{
+	int n = snprintf(buf, len, CUBE_VMM_CGROUP_PARENT "/cube-%llu",
+			 (unsigned long long)id);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 int cube_parse_id(const char *s, uint64_t *id)
 {
 	unsigned long long v;

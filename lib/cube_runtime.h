@@ -164,6 +164,8 @@ int cube_sandbox_agent(uint64_t id, struct cube_agent **out);
  * its cube-shim removes after it (cube-vmm --parent-fd).
  */
 #define CUBE_VMM_CGROUP_PARENT	"/sys/fs/cgroup/cube"
+/* "CUBE_VMM_CGROUP_PARENT/cube-<id>" into @buf */
+int cube_sandbox_cgroup(char *buf, size_t len, uint64_t id);
 
 /* one request (a line; the newline is added when @req lacks it) on a VMM
  * control socket; -EIO when it answers ERR */

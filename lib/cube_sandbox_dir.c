@@ -119,10 +119,12 @@ static bool held(int pfd, const char *name, int *lfd)
 
 /*
  * Removes directory @name of @pfd if its life lock is free and (@nl)
- * cube.ko has no sandbox of its id: 1 removed, 0 not, or -errno.
+ * cube.ko has no sandbox of its id: 1 removed, 0 not, or -errno.  *@nl is
+ * opened at the first directory that needs cube.ko's answer; a NULL @nl
+ * asks nothing (the id is the caller's own).
  */
 static int sweep_one(int pfd, const char *name, uint64_t id,
-		     struct cube_nl *nl, const char *by)
+		     struct cube_nl **nl, const char *by)
 {
 	char path[PATH_MAX], err[CUBE_ERR_MAX];
 	struct cube_nl_sandbox sb;
@@ -137,7 +139,12 @@ static int sweep_one(int pfd, const char *name, uint64_t id,
 		goto out;
 	}
 	if (nl) {
-		ret = cube_nl_sandbox_get(nl, id, &sb);
+		ret = *nl ? 0 : cube_nl_open(nl);
+		if (ret) {
+			*nl = NULL;
+			goto out;
+		}
+		ret = cube_nl_sandbox_get(*nl, id, &sb);
 		if (ret != -ENOENT) {
 			ret = ret < 0 ? ret : 0;
 			goto out;
@@ -149,8 +156,7 @@ static int sweep_one(int pfd, const char *name, uint64_t id,
 	 * populated: a process of it is still exiting, and all waits for
 	 * the next sweep.
 	 */
-	snprintf(path, sizeof(path), CUBE_VMM_CGROUP_PARENT "/cube-%llu",
-		 (unsigned long long)id);
+	cube_sandbox_cgroup(path, sizeof(path), id);
 	if (rmdir(path) && errno != ENOENT) {
 		ret = 0;
 		goto out;
@@ -211,24 +217,14 @@ int cube_sandbox_dirs_sweep(const char *by)
 		snprintf(canon, sizeof(canon), "%llu", (unsigned long long)id);
 		if (strcmp(canon, de->d_name))
 			continue;
-		/* cube.ko's view only once an unlocked directory needs it */
-		if (!nl) {
-			int lfd;
-
-			if (held(pfd, de->d_name, &lfd))
-				continue;
-			if (lfd >= 0)
-				close(lfd);
-			ret = cube_nl_open(&nl);
-			if (ret) {
-				nl = NULL;
-				n = ret;
-				break;
-			}
-		}
-		ret = sweep_one(pfd, de->d_name, id, nl, by);
+		ret = sweep_one(pfd, de->d_name, id, &nl, by);
 		if (ret > 0)
 			n++;
+		/* without cube.ko's answer, nothing more can go */
+		if (ret < 0 && !nl) {
+			n = ret;
+			break;
+		}
 	}
 	closedir(d);
 	close(pfd);
@@ -239,8 +235,8 @@ int cube_sandbox_dirs_sweep(const char *by)
 
 int cube_sandbox_dir_make(uint64_t id, char *dir, size_t len, char *err)
 {
-	char name[24], lock[48];
-	int pfd, fd, ret, tries;
+	char name[24], lock[48], cp[48];
+	int pfd, fd, cfd, ret, tries;
 
 	mkdir(cube_run_dir(), 0755);
 	pfd = open_parent();
@@ -290,14 +286,27 @@ int cube_sandbox_dir_make(uint64_t id, char *dir, size_t len, char *err)
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
 		ret = -errno;
 		cube_set_err(err, "cannot lock %s: %s", dir, strerror(-ret));
-		if (fd >= 0) {
-			close(fd);
-			unlinkat(pfd, lock, 0);
-		}
-		unlinkat(pfd, name, AT_REMOVEDIR);
-		goto out;
+		goto fail;
 	}
+	/* the checkpoint lock: made here only, see remove_as() */
+	snprintf(cp, sizeof(cp), "%s/" CUBE_CP_LOCK_FILE, name);
+	cfd = openat(pfd, cp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		     O_CLOEXEC, 0600);
+	if (cfd < 0) {
+		ret = -errno;
+		cube_set_err(err, "cannot create %s/" CUBE_CP_LOCK_FILE ": %s",
+			     dir, strerror(-ret));
+		goto fail;
+	}
+	close(cfd);
 	ret = fd;
+	goto out;
+fail:
+	if (fd >= 0) {
+		close(fd);
+		unlinkat(pfd, lock, 0);
+	}
+	unlinkat(pfd, name, AT_REMOVEDIR);
 out:
 	close(pfd);
 	return ret;

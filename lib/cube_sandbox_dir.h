@@ -35,6 +35,9 @@
  * directory of @id that is already there is a dead shim's from before
  * cube.ko was loaded again (ids restart then): it goes if unlocked.
  *
+ * It holds CUBE_CP_LOCK_FILE too, made here only (cube_sandbox_cp_lock()
+ * finds no sandbox without it).
+ *
  * Return: the descriptor of its CUBE_SHIM_LOCK_FILE, holding the lock
  * (close-on-exec; keep it open as long as the sandbox lives), or -errno.
  */

@@ -90,6 +90,7 @@ TEST_F(run, a_new_directory_is_locked_and_its_removal_leaves_nothing)
 	fd = cube_sandbox_dir_make(7, dir, sizeof(dir), err);
 	ASSERT_GE(fd, 0);
 	EXPECT_TRUE(exists(self->sandboxes, "7/" CUBE_SHIM_LOCK_FILE));
+	EXPECT_TRUE(exists(self->sandboxes, "7/" CUBE_CP_LOCK_FILE));
 	EXPECT_FALSE(lock_free(dir));
 	touch(dir, "console.log");
 	touch(dir, "vmm.log");

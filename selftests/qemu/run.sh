@@ -55,11 +55,10 @@
 # the local APIC, an NMI backtrace), named for what it is
 # (DIR/lost-interrupts), and is retryable below; so is a failed run that
 # was kicked.  Only the first vCPU's APIC is read: the harness runs L1
-# with one.  Since kicks were
-# needed two to four times a run, the harness also presses a key every
-# POKE_S seconds (default 2; 0: never) whatever L1 does, so that a lost
-# interrupt waits at most that long (poke_loop below); the watcher stays
-# for one that a key press does not deliver.
+# with one.  Since kicks were needed two to four times a run, the harness
+# also presses a key every POKE_S seconds (default 2; 0: never) whatever
+# L1 does, so that a lost interrupt waits at most that long (poke_loop
+# below); the watcher stays for one that a key press does not deliver.
 #
 #   run.sh stuck-irq FILE   (the harness's own test) only says whether a
 #   monitor dump (info registers -a, then info lapic) shows the lost

@@ -165,6 +165,23 @@ TEST(bad_options_refused)
 		EXPECT_TRUE(file_has(err, "--merge-group needs --restore"));
 	}
 	{
+		/* fds 0-2 are stdio: never a supervisor's pipe */
+		const char *a[] = { "x", "--kernel", k, "--parent-fd", "2",
+				    NULL };
+
+		st = run_args(a, err);
+		EXPECT_EXIT(st, 2);
+		EXPECT_TRUE(file_has(err, "--parent-fd"));
+	}
+	{
+		const char *a[] = { "x", "--kernel", k, "--parent-fd", "x",
+				    NULL };
+
+		st = run_args(a, err);
+		EXPECT_EXIT(st, 2);
+		EXPECT_TRUE(file_has(err, "--parent-fd"));
+	}
+	{
 		const char *a[] = { "x", "--kernel", k, "--rollback-keep",
 				    "3073", NULL };
 
