@@ -283,7 +283,12 @@ int cube_sandbox_dir_make(uint64_t id, char *dir, size_t len, char *err)
 	snprintf(lock, sizeof(lock), "%s/" CUBE_SHIM_LOCK_FILE, name);
 	fd = openat(pfd, lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
 		    O_CLOEXEC, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
+	/*
+	 * Made here, so only a sweep can hold it: another shim's, looking
+	 * for a moment at whether it is free, which finds our id in cube.ko
+	 * and lets go.  Wait for that, do not fail on it.
+	 */
+	if (fd < 0 || flock(fd, LOCK_EX)) {
 		ret = -errno;
 		cube_set_err(err, "cannot lock %s: %s", dir, strerror(-ret));
 		goto fail;

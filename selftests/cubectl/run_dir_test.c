@@ -7,7 +7,8 @@
  * shim's from an earlier load of cube.ko) is replaced, and the behaviour log
  * says so; one that a live process holds is refused and left as it was; a
  * sweep never removes anything without cube.ko's list of sandboxes, nor
- * anything that is not a run directory.  rollback_test.sh covers the sweep
+ * anything that is not a run directory; and sweeps running all the while
+ * never fail the making of a new directory.  rollback_test.sh covers the sweep
  * of a SIGKILLed shim against a real cube.ko.
  */
 #include <fcntl.h>
@@ -17,6 +18,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "cube_runtime.h"
@@ -180,6 +183,44 @@ TEST_F(run, a_sweep_removes_nothing_without_cube_ko_or_not_a_run_dir)
 	EXPECT_TRUE(exists(self->sandboxes, "15"));
 	EXPECT_TRUE(exists(self->sandboxes, "3/" CUBE_SHIM_LOCK_FILE));
 	close(fd);
+}
+
+/*
+ * Sweeps in other processes (other shims starting) take a new directory's
+ * life lock for a moment to see whether it is free; the new directory's
+ * own shim must wait out that moment, not fail its create.  Seen as
+ * "cannot lock ...: Resource temporarily unavailable" from 50 creates at
+ * once.
+ */
+TEST_F(run, a_sweep_racing_a_new_directory_never_fails_its_making)
+{
+	char dir[PATH_MAX], err[CUBE_ERR_MAX] = "";
+	int i, fd, failed = 0, status;
+	pid_t sweeper;
+
+	if (!access("/dev/" CUBE_DEVICE_NAME, F_OK))
+		SKIP("cube.ko is loaded here: a sweep would ask it");
+	sweeper = fork();
+	ASSERT_GE(sweeper, 0);
+	if (!sweeper) {
+		/* until killed: without cube.ko it only ever looks */
+		for (;;)
+			cube_sandbox_dirs_sweep("test");
+	}
+	for (i = 0; i < 5000; i++) {
+		fd = cube_sandbox_dir_make(100 + i, dir, sizeof(dir), err);
+		if (fd < 0) {
+			if (!failed++)
+				TH_LOG("making %d: %s", 100 + i, err);
+			continue;
+		}
+		EXPECT_EQ(cube_sandbox_dir_remove(dir, 100 + i, geteuid(), err,
+						  sizeof(err)), 0);
+		close(fd);
+	}
+	kill(sweeper, SIGKILL);
+	ASSERT_EQ(waitpid(sweeper, &status, 0), sweeper);
+	EXPECT_EQ(failed, 0);
 }
 
 TEST_MAIN()
