@@ -9,7 +9,10 @@
 // starts that many sandboxes at once, each timed from create() to the end
 // of its first command, then kills them and, when $BENCH_POOLED=1 says
 // there is a warm pool, waits $BENCH_REFILL_MS (default 800) per sandbox
-// taken, at least a second, for the pool to fill again.  Run by
+// taken, at least a second, for the pool to fill again.  At the end it
+// kills every sandbox of its own (metadata cube_bench=sdk) still listed:
+// one whose create reached cubed but whose answer was lost (a reset
+// connection) would otherwise run to its timeout.  Run by
 // bench/sdk_bench.sh through selftests/e2b/run_sdk_test.sh; prints "#"
 // lines and one "bench: ..." line per figure.  A measurement, not a test.
 import { Sandbox } from 'e2b';
@@ -22,6 +25,7 @@ const levelS = Number(process.env.BENCH_LEVEL_S || 150);
 const refill = Number(process.env.BENCH_REFILL_MS || 800);
 // 1 when cubed serves the template from a warm pool (sdk_bench.sh says)
 const pooled = Number(process.env.BENCH_POOLED || 0);
+const mark = { cube_bench: 'sdk' };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function pct(sorted, p) {
@@ -34,7 +38,7 @@ async function one() {
   const t0 = performance.now();
   let sbx;
   try {
-    sbx = await Sandbox.create(template, { timeoutMs: 300_000 });
+    sbx = await Sandbox.create(template, { timeoutMs: 300_000, metadata: mark });
   } catch (e) {
     e.stage = 'create';
     throw e;
@@ -95,4 +99,11 @@ for (const c of concs) {
   console.log(`bench: samples=latency_sdk pool=${pooled} concurrency=${c} ms=${total.map(f).join(',')}`);
   if (errors) failed = 1;
 }
+// what a lost answer left: listed, but never handed to this program
+const left = [];
+for (const p = Sandbox.list({ query: { metadata: mark } }); p.hasNext;)
+  left.push(...(await p.nextItems()));
+await Promise.allSettled(left.map((s) => Sandbox.kill(s.sandboxId)));
+if (left.length)
+  console.log(`# ${left.length} sandboxes whose create answer was lost were killed here`);
 process.exit(failed);

@@ -36,10 +36,12 @@ for tool in node npm; do
 		exit 1
 	fi
 done
-# this host's TCP handshakes dropped on a full listen queue: QEMU's
-# forwarded ports listen with a backlog of 1, so a burst of new
-# connections to L1 loses some there (the client reads ECONNRESET), which
-# a client on a KVM host talking to cubed directly does not
+# this host's TCP handshakes dropped on a full listen queue.  QEMU's
+# forwarded ports listen with a backlog of 1, and a burst of new
+# connections to L1 lost some there (the client read ECONNRESET), which a
+# client on a KVM host talking to cubed directly does not; the harness
+# now preloads selftests/qemu/listen_backlog.so into QEMU to give them a
+# real backlog, and this count says whether any were still lost
 listen_drops() {
 	awk '$1 == "TcpExt:" && !h { for (i = 2; i <= NF; i++) k[i] = $i; h = 1; next }
 	     $1 == "TcpExt:" { for (i = 2; i <= NF; i++) if (k[i] == "ListenDrops") print $i }' /proc/net/netstat

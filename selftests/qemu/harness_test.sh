@@ -19,6 +19,8 @@
 #     one in which L1 lost an interrupt; the lost interrupt is read off a
 #     monitor dump (IF set, a deliverable vector in IRR) and not off one
 #     that lacks either
+#   - listen_backlog.so: a burst of connections to a port listened on
+#     with a backlog of 1 is queued whole with it preloaded, not without
 #   - verdict.sh: run_tests.sh's non-zero exit status fails a run whose
 #     summary shows no failure; a skip the allowlist does not name fails,
 #     a listed one passes; a stalled run fails, and one in which L1 lost
@@ -67,7 +69,7 @@ vmtest() {
 }
 
 echo "KTAP version 1"
-echo "1..23"
+echo "1..24"
 
 # cube_test.h, natively.
 mkdir -p "$work/ct"
@@ -166,6 +168,19 @@ printf 'ok 1 x\n' > "$work/cj"
 sh "$q/clockjump.sh" "$work/cj" 113 > /dev/null
 [ $? = 1 ] && [ $rc = 1 ]
 result $? "clockjump.sh: an L1 clock behind the host's, or no uptime (a run that did not end), is no jump"
+
+# listen_backlog.so, which run.sh preloads into QEMU: a port listened on
+# with a backlog of 1 (as QEMU's forwarded ports are) queues a burst of
+# 100 connections whole with it, and about 2 of them without it.
+cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$work/listen_backlog.so" \
+	"$q/listen_backlog.c" > "$work/out" 2>&1 &&
+	cc -O2 -Wall -Wextra -Werror -o "$work/backlog_probe" \
+		"$q/backlog_probe.c" >> "$work/out" 2>&1 &&
+	plain=$("$work/backlog_probe" 100 2>> "$work/out") &&
+	raised=$(LD_PRELOAD=$work/listen_backlog.so "$work/backlog_probe" 100 2>> "$work/out") &&
+	echo "queued: $plain without, $raised with" >> "$work/out" &&
+	[ "$plain" -le 10 ] && [ "$raised" = 100 ]
+result $? "listen_backlog.so: a port QEMU listens on with a backlog of 1 queues a burst of 100 connections"
 
 # run.sh's choice to make a failed run again, on a crafted run with a
 # clock jump: made again, but not when L1 also stalled, nor with FWD; a

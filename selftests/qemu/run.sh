@@ -189,6 +189,13 @@ if [ -n "${FWD:-}" ]; then
 	done
 	net="-netdev user,id=n0,restrict=on$fwd -device virtio-net-pci,netdev=n0,romfile="
 	append="$append cube.net=1"
+	# QEMU listens on those ports with a backlog of 1: listen_backlog.so
+	# (built by the Makefile beside the initramfs) gives them a real one.
+	if [ ! -r "$dir/listen_backlog.so" ]; then
+		echo "vmtest: $dir/listen_backlog.so is missing (make -C selftests/qemu builds it)" >&2
+		exit 1
+	fi
+	preload="LD_PRELOAD=$dir/listen_backlog.so"
 fi
 
 # Disks the tests asked for (selftests' TEST_DISKS), read-only, in order.
@@ -206,7 +213,7 @@ net="$net$disks"
 # oops=panic + panic=-1 + -no-reboot: any oops ends the run at once, and
 # the missing end marker fails it.  KVM inside L1 needs emulated SVM.
 qemu() {
-	qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
+	env ${preload:-} qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
 		-m "${MEM:-2048}" -smp "${SMP:-1}" -nographic -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" -append "$append" \
 		$net "$@"
@@ -341,7 +348,7 @@ run_l1() {
 	fi
 	{
 		timeout --foreground -k 10 "$timeout" \
-			qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
+			env ${preload:-} qemu-system-x86_64 -machine q35,accel=tcg -cpu EPYC,+svm \
 			-m "${MEM:-2048}" -smp "${SMP:-1}" -display none -no-reboot \
 			-monitor "pipe:$mon" -pidfile "$dir/qemu.pid" \
 			-kernel "$kernel" -initrd "$initrd" \
