@@ -153,7 +153,7 @@ demo-install: userspace
 	@test -n "$(INSTALL_PATH)" || { echo "INSTALL_PATH not set" >&2; exit 1; }
 	$(MAKE) -C guest rootfs
 	mkdir -p $(INSTALL_PATH)/demo
-	cp scripts/demo.sh cubectl/cubectl cubectl/cubed cubectl/cube-shim vmm/cube-vmm $(INSTALL_PATH)/demo/
+	cp scripts/demo.sh cubectl/cubectl cubectl/cubed cubectl/cube-shim cubectl/cube-shim-net vmm/cube-vmm $(INSTALL_PATH)/demo/
 	cp -L $(GUEST_OUT)/initramfs.cpio.gz $(INSTALL_PATH)/demo/
 	echo demo:demo.sh >> $(INSTALL_PATH)/kselftest-list.txt
 	realpath $(GUEST_OUT)/rootfs.ext4 >> $(INSTALL_PATH)/disks.txt

@@ -13,12 +13,15 @@
  * with it (PR_SET_PDEATHSIG), so nothing outlives it.
  *
  * Networking (--net-policy, for templates with a network device): before
- * the VMM starts, the shim makes the sandbox's network namespace, tap and
- * egress policy (lib/cube_net.c), hands the namespace and the BPF links to
- * the module, which from then on owns their lifetime, and the tap fd to
+ * the VMM starts, cube-shim-net (a program of its own, so that the shim
+ * maps neither libbpf nor libnftables for its sandbox's life) makes the
+ * sandbox's network namespace, tap and egress policy (lib/cube_net.c) and
+ * hands the namespace and the BPF links to the module, which from then on
+ * owns their lifetime; the tap's fd comes back to the shim, and goes to
  * cube-vmm (--net-tap-fd).  The VMM itself gets no network capability.
  * Policy "none" on such a template gives the device a tap alone in an empty
- * namespace: frames the guest sends go nowhere and nothing arrives.
+ * namespace, made here: frames the guest sends go nowhere and nothing
+ * arrives.
  */
 #include <assert.h>
 #include <errno.h>
@@ -77,6 +80,7 @@ struct shim {
 	unsigned int nlabels;
 	int report_fd;
 	bool has_net;			/* --net-policy given */
+	const char *policy_arg;		/* as given, for cube-shim-net */
 	bool no_merge;			/* --no-merge: share no page */
 	struct cube_net_policy policy;
 	struct cube_net net;
@@ -206,6 +210,7 @@ static int parse_args(struct shim *s, int argc, char **argv)
 
 			if (cube_net_policy_decode(optarg, &s->policy, err))
 				return -EINVAL;
+			s->policy_arg = optarg;
 			s->has_net = true;
 			break;
 		}
@@ -332,23 +337,135 @@ static int bare_tap(struct cube_net *n, char *err)
 	return 0;
 }
 
+/*
+ * Runs cube-shim-net (its file says why a program of its own) with
+ * @argv, the sandbox fd as its fd 3 and, when @sock >= 0, @sock as its fd
+ * 4.  It dies with us.  Return: its pid, or -errno.
+ */
+static pid_t spawn_net_helper(struct shim *s, char **argv, int sock)
+{
+	char path[PATH_MAX];
+	pid_t pid, self;
+	sigset_t none;
+
+	if (cube_find_helper("cube-shim-net", "CUBE_SHIM_NET", path,
+			     sizeof(path)))
+		return -ENOENT;
+	argv[0] = path;
+	sigemptyset(&none);
+	self = getpid();
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		/* between fork and exec: async-signal-safe calls only */
+		int sb, so = -1;
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != self)
+			_exit(127);
+		/*
+		 * Above 4 first: either may be 3 or 4 already, where dup2()
+		 * would overwrite the other or keep its close-on-exec.
+		 */
+		sb = fcntl(s->sbfd, F_DUPFD_CLOEXEC, 5);
+		if (sock >= 0)
+			so = fcntl(sock, F_DUPFD_CLOEXEC, 5);
+		if (sb < 0 || dup2(sb, 3) < 0 ||
+		    (sock >= 0 && (so < 0 || dup2(so, 4) < 0)))
+			_exit(127);
+		close_range(sock >= 0 ? 5 : 4, ~0U, 0);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv(path, argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits for cube-shim-net @pid; its exit status, or -1 when killed. */
+static int wait_net_helper(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * cube-shim-net create: the network is built, and its namespace and BPF
+ * links handed to cube.ko, in a process of its own; the tap comes back.
+ */
+static int net_from_helper(struct shim *s, char *err)
+{
+	char idstr[24], msg[CUBE_NET_ERR_MAX + 32];
+	char *argv[] = { NULL, "create", idstr, (char *)s->policy_arg, NULL };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) - 1 };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c;
+	int sv[2], tap = -1, code, st;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(idstr, sizeof(idstr), "%llu", (unsigned long long)s->id);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	pid = spawn_net_helper(s, argv, sv[1]);
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		snprintf(err, CUBE_NET_ERR_MAX, "cannot run cube-shim-net: %s",
+			 strerror(-pid));
+		return pid;
+	}
+	do
+		n = recvmsg(sv[0], &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	close(sv[0]);
+	st = wait_net_helper(pid);
+	c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&tap, CMSG_DATA(c), sizeof(int));
+	msg[n > 0 ? n : 0] = '\0';
+	if (!st && tap >= 0 && !strcmp(msg, "OK") && !(m.msg_flags & MSG_CTRUNC)) {
+		s->net.tap_fd = tap;
+		return 0;
+	}
+	if (tap >= 0)
+		close(tap);
+	if (sscanf(msg, "ERR %d %n", &code, &st) == 1 && code > 0) {
+		snprintf(err, CUBE_NET_ERR_MAX, "%s", msg + st);
+		return -code;
+	}
+	snprintf(err, CUBE_NET_ERR_MAX, "cube-shim-net ended without an answer");
+	return -EIO;
+}
+
 /* The sandbox's network, handed to the module (which owns it from then). */
 static int setup_net(struct shim *s)
 {
-	struct cube_net_config cfg = {
-		.sandbox_id = s->id, .policy = &s->policy,
-	};
 	char err[CUBE_NET_ERR_MAX] = "";
 	struct cube_fd_arg a = { 0 };
-	unsigned int i;
 	int ret;
 
 	if (!s->has_net)
 		return 0;
-	if (s->policy.mode == CUBE_NET_NONE)
-		ret = bare_tap(&s->net, err);
-	else
-		ret = cube_net_create(&cfg, &s->net, err);
+	if (s->policy.mode != CUBE_NET_NONE) {
+		ret = net_from_helper(s, err);
+		if (ret)
+			report(s, -ret, "cannot set up the sandbox's network: %s",
+			       err[0] ? err : strerror(-ret));
+		return ret;
+	}
+	ret = bare_tap(&s->net, err);
 	if (ret) {
 		report(s, -ret, "cannot set up the sandbox's network: %s",
 		       err[0] ? err : strerror(-ret));
@@ -357,30 +474,14 @@ static int setup_net(struct shim *s)
 	a.fd = s->net.netns_fd;
 	if (ioctl(s->sbfd, CUBE_IOC_SANDBOX_SET_NETNS, &a)) {
 		ret = -errno;
-		goto fail;
+		report(s, -ret, "cannot hand the sandbox's network to cube.ko: %s",
+		       strerror(-ret));
+		return ret;
 	}
-	for (i = 0; i < s->net.nlinks; i++) {
-		a.fd = s->net.link_fds[i];
-		if (ioctl(s->sbfd, CUBE_IOC_SANDBOX_ADD_BPF_LINK, &a)) {
-			ret = -errno;
-			goto fail;
-		}
-	}
-	/* The module holds the namespace and the links now; the VMM gets
-	 * the tap.
-	 */
+	/* the module holds the namespace now; the VMM gets the tap */
 	close(s->net.netns_fd);
 	s->net.netns_fd = -1;
-	for (i = 0; i < s->net.nlinks; i++) {
-		close(s->net.link_fds[i]);
-		s->net.link_fds[i] = -1;
-	}
-	s->net.nlinks = 0;
 	return 0;
-fail:
-	report(s, -ret, "cannot hand the sandbox's network to cube.ko: %s",
-	       strerror(-ret));
-	return ret;
 }
 
 /*
@@ -405,40 +506,21 @@ static int make_dir(struct shim *s)
 
 /*
  * The behaviour log's "network" line at a sandbox's end: what its egress
- * program passed and dropped, by reason (a sandbox without a network has
- * no program, and no line).
+ * program passed and dropped, by reason (cube-shim-net audit).  A sandbox
+ * without a program (none, or policy "none") has no line.
  */
-static void audit_network(uint64_t id)
+static void audit_network(struct shim *s)
 {
-	struct json_object *f, *drops;
-	struct cube_net_counters c;
-	struct cube_net_handle h;
-	int r;
+	char idstr[24];
+	char *argv[] = { NULL, "audit", idstr, NULL };
+	pid_t pid;
 
-	if (cube_net_open(id, &h))
+	if (!s->has_net || s->policy.mode == CUBE_NET_NONE)
 		return;
-	if (cube_net_get_counters(&h, &c)) {
-		cube_net_handle_close(&h);
-		return;
-	}
-	cube_net_handle_close(&h);
-	f = json_object_new_object();
-	drops = json_object_new_object();
-	if (!f || !drops) {
-		json_object_put(f);
-		json_object_put(drops);
-		return;
-	}
-	json_object_object_add(f, "passed_packets", json_object_new_int64(
-		c.packets[CUBE_NET_PASSED]));
-	json_object_object_add(f, "passed_bytes", json_object_new_int64(
-		c.bytes[CUBE_NET_PASSED]));
-	for (r = CUBE_NET_PASSED + 1; r < CUBE_NET_NR_REASONS; r++)
-		if (c.packets[r])
-			json_object_object_add(drops, cube_net_reason_name(r),
-					       json_object_new_int64(c.packets[r]));
-	json_object_object_add(f, "dropped_packets", drops);
-	cube_audit_id(id, "network", "cube-shim", f);
+	snprintf(idstr, sizeof(idstr), "%llu", (unsigned long long)s->id);
+	pid = spawn_net_helper(s, argv, -1);
+	if (pid > 0)
+		wait_net_helper(pid);
 }
 
 /*
@@ -1070,8 +1152,6 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int sfd, ret;
 
-	for (unsigned int i = 0; i < CUBE_NET_LINKS_MAX; i++)
-		s.net.link_fds[i] = -1;
 	if (parse_args(&s, argc, argv)) {
 		fprintf(stderr, "cube-shim: internal helper of cubectl and cubed; bad arguments\n");
 		return 2;
@@ -1080,11 +1160,10 @@ int main(int argc, char **argv)
 	/* one per sandbox: no huge pages for its few KiB (cube-vmm's main()) */
 	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	/*
-	 * And what the set-up freed goes back.  The network is built in a
-	 * thread (lib/cube_net.c), whose own malloc arena kept ~850 KiB
-	 * resident for the sandbox's life: libbpf's large frees raise
-	 * glibc's trim threshold, and a thread arena's top is never trimmed
-	 * by malloc_trim().  One arena and fixed thresholds give it back.
+	 * And what the set-up freed goes back: one arena (the vsock broker's
+	 * thread would make its own, never trimmed by malloc_trim()) and
+	 * fixed thresholds.  (The network, whose libbpf frees once raised
+	 * glibc's trim threshold and kept ~850 KiB, is built in cube-shim-net.)
 	 */
 	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_MMAP_THRESHOLD, 128 << 10);
@@ -1147,7 +1226,7 @@ out:
 		struct json_object *f = json_object_new_object();
 
 		/* while its sandbox fd holds the egress program */
-		audit_network(s.id);
+		audit_network(&s);
 		set_state(&s, CUBE_SANDBOX_EXITED, reason);
 		close(s.sbfd);
 		if (f)
@@ -1156,7 +1235,10 @@ out:
 		cube_audit_id(s.id, "exited", "cube-shim", f);
 	}
 	cube_vsock_broker_stop(&s.broker);
-	cube_net_close(&s.net);
+	if (s.net.netns_fd >= 0)
+		close(s.net.netns_fd);
+	if (s.net.tap_fd >= 0)
+		close(s.net.tap_fd);
 	if (s.disk_fd >= 0)
 		cube_sandbox_disk_remove(s.id, s.disk_fd);
 	remove_dir(&s);

@@ -394,16 +394,17 @@ run() {
 		ok "a sandbox is two processes: its cube-shim and its cube-vmm" ||
 		not_ok "a sandbox is two processes: its cube-shim and its cube-vmm" \
 			"children, their names, grandchildren: '$got'"
-	# its cube-shim gave back what its set-up freed (the network was
-	# built in a thread, whose malloc arena kept ~850 KiB), and sleeps
-	# until something happens: no timer of its own
+	# its cube-shim gave back what its set-up freed (the network, once
+	# built in a thread whose malloc arena kept ~850 KiB, is now built by
+	# cube-shim-net, and the shim maps neither libbpf nor libnftables),
+	# and sleeps until something happens: no timer of its own
 	shim=$(shim_pid "$id")
 	anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$shim/status" 2>/dev/null)
 	echo "# its cube-shim holds ${anon:-?} KiB of anonymous memory"
-	if [ -n "$anon" ] && [ "$anon" -le 768 ]; then
-		ok "its cube-shim keeps no more than 768 KiB of anonymous memory"
+	if [ -n "$anon" ] && [ "$anon" -le 320 ]; then
+		ok "its cube-shim keeps no more than 320 KiB of anonymous memory"
 	else
-		not_ok "its cube-shim keeps no more than 768 KiB of anonymous memory" \
+		not_ok "its cube-shim keeps no more than 320 KiB of anonymous memory" \
 			"RssAnon '$anon' KiB"
 	fi
 	w0=$(awk '/^voluntary_ctxt_switches:/ { print $2 }' "/proc/$shim/task/$shim/status" 2>/dev/null)

@@ -122,7 +122,7 @@ pool_taken() {
 	$C --json pool ls | grep -q '"taken": *1'
 }
 
-ktap_plan 26
+ktap_plan 29
 echo '<html>cube public</html>' > /tmp/net-e2e/www/index.html
 links0=$(host_links)
 world inet 192.0.2.1 192.0.2.2 203.0.113.10 &&
@@ -145,6 +145,42 @@ b=$($C create --template nett)
 ids="$a $b"
 [ -n "$a" ] && [ -n "$b" ] && ok "two sandboxes, default policy" ||
 	not_ok "two sandboxes, default policy" "ids '$a' '$b'"
+
+# the network was built by cube-shim-net, which exited: the shim, alive as
+# long as its sandbox, maps neither libbpf nor libnftables
+shim=$($C --json inspect "$a" | sed -n 's/.*"owner_pid": *\([0-9]*\).*/\1/p')
+libs=$(grep -oE 'lib(bpf|nftables)[^ ]*' "/proc/${shim:-0}/maps" 2>/dev/null | sort -u)
+[ -n "$shim" ] && [ -r "/proc/$shim/maps" ] && [ -z "$libs" ] &&
+	! pgrep -x cube-shim-net > /dev/null &&
+	ok "the network is built in cube-shim-net: the shim maps neither libbpf nor libnftables" ||
+	not_ok "the network is built in cube-shim-net: the shim maps neither libbpf nor libnftables" \
+		"shim '$shim' maps: $libs; $(pgrep -ax cube-shim-net)"
+# cube-shim-net's bad arguments: status 2, a reason, nothing run
+bad=0
+for args in "" "create" "create x internet" "audit 1 2" "build 1" "create 1"; do
+	# shellcheck disable=SC2086
+	out=$(./cube-shim-net $args 2>&1)
+	[ $? = 2 ] && case $out in *"bad arguments"*) ;; *) false ;; esac ||
+		{ bad=1; echo "# cube-shim-net $args: $out"; }
+done
+[ $bad = 0 ] && ok "cube-shim-net refuses bad arguments with status 2" ||
+	not_ok "cube-shim-net refuses bad arguments with status 2"
+# a cube-shim-net that builds the network, hands it to cube.ko, then
+# cannot answer (its socket closed): the create fails saying so, and the
+# sandbox goes with everything it had (its host-side veth end included)
+links=$(host_links)
+dirs=$(ls "$CUBE_RUN_DIR/sandboxes" | wc -l)
+printf '#!/bin/sh\nexec %s/cube-shim-net "$@" 4>&-\n' "$PWD" > /tmp/net-e2e/mute-net
+chmod +x /tmp/net-e2e/mute-net
+out=$(CUBE_SHIM_NET=/tmp/net-e2e/mute-net $C create --template nett 2>&1)
+rc=$?
+[ $rc != 0 ] && case $out in *"cube-shim-net ended without an answer"*) ;; *) false ;; esac &&
+	wait_links "$links" &&
+	[ "$(ls "$CUBE_RUN_DIR/sandboxes" | wc -l)" = "$dirs" ] &&
+	[ "$($C ls | awk 'NR > 1' | wc -l)" = 2 ] &&
+	ok "a cube-shim-net that never answers fails the create and leaves nothing" ||
+	not_ok "a cube-shim-net that never answers fails the create and leaves nothing" \
+		"status $rc: $out; host links $(host_links) (were $links); $($C ls)"
 
 # the guest's side is the template's, the same in every sandbox
 out=$($C exec "$a" -- sh -c 'cat /sys/class/net/eth0/address; grep nameserver /etc/resolv.conf')
