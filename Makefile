@@ -180,8 +180,9 @@ else
 # (each bounded by BENCH_SDK_TIMEOUT); the figures of all go to
 # build/bench/<date>-<commit>/.  The environment's BENCH_* settings reach
 # L1's benchmarks through its command line (cube.bench_*, commas for
-# spaces) and the SDK's directly.  31.6 minutes on a 2-core build machine
-# (2026-12-07; Documentation/admin-guide.rst).
+# spaces) and the SDK's directly.  38.8 minutes on a fresh clone on a
+# 2-core build machine, building included (2026-12-07;
+# Documentation/admin-guide.rst).
 BENCH_VMTEST_DIR := $(TOP)/build/vmtest-bench
 benchmarks:
 	st=0; app=$$(env | awk -F= '/^BENCH_/ && $$1 !~ /TIMEOUT$$/ { \
