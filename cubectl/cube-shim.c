@@ -344,6 +344,7 @@ static int bare_tap(struct cube_net *n, char *err)
  */
 static pid_t spawn_net_helper(struct shim *s, char **argv, int sock)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	char path[PATH_MAX];
 	pid_t pid, self;
 	sigset_t none;
@@ -374,6 +375,8 @@ static pid_t spawn_net_helper(struct shim *s, char **argv, int sock)
 		    (sock >= 0 && (so < 0 || dup2(so, 4) < 0)))
 			_exit(127);
 		close_range(sock >= 0 ? 5 : 4, ~0U, 0);
+		/* what the shim ignores or blocks, the helper gets as usual */
+		sigaction(SIGPIPE, &dfl, NULL);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		execv(path, argv);
 		_exit(127);
@@ -398,19 +401,20 @@ static int wait_net_helper(pid_t pid)
  */
 static int net_from_helper(struct shim *s, char *err)
 {
-	char idstr[24], msg[CUBE_NET_ERR_MAX + 32];
+	char idstr[24], msg[CUBE_NET_ERR_MAX + 32], *end;
 	char *argv[] = { NULL, "create", idstr, (char *)s->policy_arg, NULL };
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 	} u;
 	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) - 1 };
 	struct msghdr m = {
 		.msg_iov = &iov, .msg_iovlen = 1,
 		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
 	};
+	int sv[2], tap = -1, nfds = 0, st;
 	struct cmsghdr *c;
-	int sv[2], tap = -1, code, st;
+	long code;
 	ssize_t n;
 	pid_t pid;
 
@@ -430,22 +434,48 @@ static int net_from_helper(struct shim *s, char *err)
 	while (n < 0 && errno == EINTR);
 	close(sv[0]);
 	st = wait_net_helper(pid);
-	c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-	    c->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&tap, CMSG_DATA(c), sizeof(int));
+	/* every fd that came is ours to close, whatever else came with it */
+	for (c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
+		size_t i, k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (!nfds++)
+				tap = fd;
+			else
+				close(fd);
+		}
+	}
 	msg[n > 0 ? n : 0] = '\0';
-	if (!st && tap >= 0 && !strcmp(msg, "OK") && !(m.msg_flags & MSG_CTRUNC)) {
+	if (!st && nfds == 1 && !strcmp(msg, "OK") &&
+	    !(m.msg_flags & (MSG_CTRUNC | MSG_TRUNC))) {
 		s->net.tap_fd = tap;
 		return 0;
 	}
 	if (tap >= 0)
 		close(tap);
-	if (sscanf(msg, "ERR %d %n", &code, &st) == 1 && code > 0) {
-		snprintf(err, CUBE_NET_ERR_MAX, "%s", msg + st);
-		return -code;
+	if (!strncmp(msg, "ERR ", 4)) {
+		errno = 0;
+		code = strtol(msg + 4, &end, 10);
+		if (!errno && code > 0 && code < 4096 && (*end == ' ' || !*end)) {
+			snprintf(err, CUBE_NET_ERR_MAX, "%s",
+				 *end ? end + 1 : strerror(code));
+			return -code;
+		}
 	}
-	snprintf(err, CUBE_NET_ERR_MAX, "cube-shim-net ended without an answer");
+	if (st == 127)
+		snprintf(err, CUBE_NET_ERR_MAX, "cube-shim-net could not start");
+	else if (st < 0)
+		snprintf(err, CUBE_NET_ERR_MAX,
+			 "cube-shim-net was killed without an answer");
+	else
+		snprintf(err, CUBE_NET_ERR_MAX,
+			 "cube-shim-net ended without an answer (status %d)", st);
 	return -EIO;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
 
@@ -233,6 +234,22 @@ int cube_sandbox_dirs_sweep(const char *by)
 	return n;
 }
 
+#define LOCK_WAIT_MS	5000
+
+/* flock(LOCK_EX) on @fd, giving up after LOCK_WAIT_MS: 0 or -1 (errno) */
+static int lock_wait(int fd)
+{
+	struct timespec step = { 0, 5 * 1000 * 1000 };
+	int waited;
+
+	for (waited = 0; flock(fd, LOCK_EX | LOCK_NB); waited += 5) {
+		if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+			return -1;
+		nanosleep(&step, NULL);
+	}
+	return 0;
+}
+
 int cube_sandbox_dir_make(uint64_t id, char *dir, size_t len, char *err)
 {
 	char name[24], lock[48], cp[48];
@@ -286,9 +303,10 @@ int cube_sandbox_dir_make(uint64_t id, char *dir, size_t len, char *err)
 	/*
 	 * Made here, so only a sweep can hold it: another shim's, looking
 	 * for a moment at whether it is free, which finds our id in cube.ko
-	 * and lets go.  Wait for that, do not fail on it.
+	 * and lets go.  Wait for that (a sweeper that is stopped or frozen
+	 * would hold it for good: up to LOCK_WAIT_MS), do not fail on it.
 	 */
-	if (fd < 0 || flock(fd, LOCK_EX)) {
+	if (fd < 0 || lock_wait(fd)) {
 		ret = -errno;
 		cube_set_err(err, "cannot lock %s: %s", dir, strerror(-ret));
 		goto fail;

@@ -472,6 +472,13 @@ run() {
 			"private pages '$p2' merged, '$p3' not"
 	fi
 	$C kill "$mid2" "$mid3" >/dev/null 2>&1
+	# their ends take a moment after kill returns: wait, or the refused
+	# commands' "nothing changed" below sees them go (a make check did)
+	merge_gone() {
+		! $C ls | awk 'NR > 1 { print $1 }' | grep -qx -e "$mid2" -e "$mid3"
+	}
+	wait_until 30 merge_gone ||
+		echo "# sandboxes $mid2 and $mid3 still listed 30 s after their kill"
 	if $C --json inspect "$id" | grep -q '"team": *"qa"'; then
 		ok "inspect --json shows its label"
 	else

@@ -166,21 +166,25 @@ done
 [ $bad = 0 ] && ok "cube-shim-net refuses bad arguments with status 2" ||
 	not_ok "cube-shim-net refuses bad arguments with status 2"
 # a cube-shim-net that builds the network, hands it to cube.ko, then
-# cannot answer (its socket closed): the create fails saying so, and the
-# sandbox goes with everything it had (its host-side veth end included)
+# cannot answer (its socket is /dev/null: its send fails, status 1): the
+# create fails saying so, and the sandbox goes with everything it had (its
+# host-side veth end included).  The wrapper records the helper's status,
+# so a helper that never got that far (status 127, say) fails the test.
 links=$(host_links)
 dirs=$(ls "$CUBE_RUN_DIR/sandboxes" | wc -l)
-printf '#!/bin/sh\nexec %s/cube-shim-net "$@" 4>&-\n' "$PWD" > /tmp/net-e2e/mute-net
+printf '#!/bin/sh\n%s/cube-shim-net "$@" 4</dev/null\necho $? > /tmp/net-e2e/mute-status\nexit 1\n' \
+	"$PWD" > /tmp/net-e2e/mute-net
 chmod +x /tmp/net-e2e/mute-net
 out=$(CUBE_SHIM_NET=/tmp/net-e2e/mute-net $C create --template nett 2>&1)
 rc=$?
-[ $rc != 0 ] && case $out in *"cube-shim-net ended without an answer"*) ;; *) false ;; esac &&
-	wait_links "$links" &&
-	[ "$(ls "$CUBE_RUN_DIR/sandboxes" | wc -l)" = "$dirs" ] &&
+dirs_back() { [ "$(ls "$CUBE_RUN_DIR/sandboxes" | wc -l)" = "$dirs" ]; }
+[ $rc != 0 ] && case $out in *"cube-shim-net ended without an answer (status 1)"*) ;; *) false ;; esac &&
+	[ "$(cat /tmp/net-e2e/mute-status 2>/dev/null)" = 1 ] &&
+	wait_links "$links" && wait_until 10 dirs_back &&
 	[ "$($C ls | awk 'NR > 1' | wc -l)" = 2 ] &&
 	ok "a cube-shim-net that never answers fails the create and leaves nothing" ||
 	not_ok "a cube-shim-net that never answers fails the create and leaves nothing" \
-		"status $rc: $out; host links $(host_links) (were $links); $($C ls)"
+		"status $rc: $out; helper status $(cat /tmp/net-e2e/mute-status 2>/dev/null); host links $(host_links) (were $links); $($C ls)"
 
 # the guest's side is the template's, the same in every sandbox
 out=$($C exec "$a" -- sh -c 'cat /sys/class/net/eth0/address; grep nameserver /etc/resolv.conf')
