@@ -26,8 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -43,31 +41,16 @@
 /* "OK" with @fd, or "ERR <-ret> <msg>" without */
 static int answer(int ret, const char *msg, int fd)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
 	char text[CUBE_NET_ERR_MAX + 32];
-	struct iovec iov = { .iov_base = text };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	size_t len;
 
 	if (ret)
-		iov.iov_len = snprintf(text, sizeof(text), "ERR %d %s", -ret,
-				       msg);
+		len = snprintf(text, sizeof(text), "ERR %d %s", -ret, msg);
 	else
-		iov.iov_len = snprintf(text, sizeof(text), "OK");
-	if (iov.iov_len >= sizeof(text))
-		iov.iov_len = sizeof(text) - 1;
-	if (!ret) {
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
-		CMSG_FIRSTHDR(&m)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&m)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&m)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&m)), &fd, sizeof(int));
-	}
-	return sendmsg(SOCKET_FD, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
+		len = snprintf(text, sizeof(text), "OK");
+	if (len >= sizeof(text))
+		len = sizeof(text) - 1;
+	return cube_send_fds(SOCKET_FD, text, len, &fd, !ret);
 }
 
 static int create(uint64_t id, const char *policy_arg)

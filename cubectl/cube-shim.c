@@ -488,19 +488,18 @@ static int setup_net(struct shim *s)
 
 	if (!s->has_net)
 		return 0;
-	if (s->policy.mode != CUBE_NET_NONE) {
+	/* cube-shim-net hands its namespace and links to cube.ko itself */
+	if (s->policy.mode != CUBE_NET_NONE)
 		ret = net_from_helper(s, err);
-		if (ret)
-			report(s, -ret, "cannot set up the sandbox's network: %s",
-			       err[0] ? err : strerror(-ret));
-		return ret;
-	}
-	ret = bare_tap(&s->net, err);
+	else
+		ret = bare_tap(&s->net, err);
 	if (ret) {
 		report(s, -ret, "cannot set up the sandbox's network: %s",
 		       err[0] ? err : strerror(-ret));
 		return ret;
 	}
+	if (s->net.netns_fd < 0)
+		return 0;
 	a.fd = s->net.netns_fd;
 	if (ioctl(s->sbfd, CUBE_IOC_SANDBOX_SET_NETNS, &a)) {
 		ret = -errno;

@@ -727,13 +727,7 @@ int cube_control_fds(const char *path, const char *req, const int *fds,
 		     int nfds, char *reply, size_t len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-	} u;
 	char line[PATH_MAX + 64];
-	struct iovec iov;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	size_t got = 0, rl = strlen(req);
 	ssize_t n;
 	int fd, ret;
@@ -747,26 +741,15 @@ int cube_control_fds(const char *path, const char *req, const int *fds,
 	memcpy(line, req, rl);
 	if (!rl || req[rl - 1] != '\n')
 		line[rl++] = '\n';
-	iov.iov_base = line;
-	iov.iov_len = rl;
-	if (nfds < 0 || nfds > 4)
+	if (nfds < 0 || nfds > CUBE_SEND_FDS_MAX)
 		return -EINVAL;
-	if (nfds) {
-		memset(&u, 0, sizeof(u));
-		msg.msg_control = u.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		CMSG_FIRSTHDR(&msg)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&msg)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), fds, sizeof(int) * nfds);
-	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)rl) {
-		ret = -errno;
+	ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno :
+	      cube_send_fds(fd, line, rl, fds, nfds);
+	if (ret) {
 		close(fd);
 		return ret;
 	}

@@ -25,6 +25,8 @@
 #ifndef CUBE_RUNTIME_H
 #define CUBE_RUNTIME_H
 
+#include "cube_send_fds.h"
+
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -170,7 +172,8 @@ int cube_sandbox_cgroup(char *buf, size_t len, uint64_t id);
 /* one request (a line; the newline is added when @req lacks it) on a VMM
  * control socket; -EIO when it answers ERR */
 int cube_control(const char *path, const char *req, char *reply, size_t len);
-/* The same, passing the @nfds (at most 4) descriptors @fds with it. */
+/* The same, passing the @nfds (at most CUBE_SEND_FDS_MAX) descriptors @fds
+ * with it. */
 int cube_control_fds(const char *path, const char *req, const int *fds,
 		     int nfds, char *reply, size_t len);
 /*

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cube_send_fds.h"
 #include "cube_vsock_broker.h"
 
 /* A stream connected to "@base_@port", or -errno. */
@@ -39,23 +40,8 @@ static int broker_answer(int sock, const struct cube_vsock_broker_msg *q,
 	struct cube_vsock_broker_msg a = {
 		.port = q->port, .seq = q->seq, .result = fd < 0 ? fd : 0,
 	};
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		msg.msg_control = u.buf;
-		msg.msg_controllen = sizeof(u.buf);
-		CMSG_FIRSTHDR(&msg)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&msg)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == sizeof(a) ? 0 : -errno;
+	return cube_send_fds(sock, &a, sizeof(a), &fd, fd >= 0);
 }
 
 static void *broker_thread(void *arg)
